@@ -1,0 +1,75 @@
+//! The anonymisation algorithms, behind one trait and a registry by name.
+//!
+//! Every algorithm reads the encoded table and its classes and returns a
+//! [`Partition`]; none writes output, verifies or computes metrics itself.
+
+pub mod mondrian;
+
+use serde::Serialize;
+
+use crate::encode::{EquivalenceClasses, QiTable};
+use crate::error::{Error, Result};
+use crate::partition::Partition;
+use crate::privacy::Privacy;
+use crate::spec::JobSpec;
+
+/// What an algorithm sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The encoded working set.
+    pub table: &'a QiTable,
+    /// Its equivalence classes (identical QI tuples).
+    pub classes: &'a EquivalenceClasses,
+    /// The privacy models to satisfy and the suppression limit.
+    pub privacy: &'a Privacy,
+    /// The whole job (algorithm parameters, seed, attribute weights).
+    pub spec: &'a JobSpec,
+}
+
+/// What an algorithm returns.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The groups, their published tuples and the suppressed rows.
+    pub partition: Partition,
+    /// Algorithm-specific facts for the report (chosen lattice node, nodes
+    /// expanded, ...), as JSON.
+    pub details: serde_json::Value,
+}
+
+/// An anonymisation algorithm.
+pub trait Algorithm: Send + Sync + std::fmt::Debug {
+    /// The registered name.
+    fn name(&self) -> &'static str;
+    /// Computes a partition satisfying `ctx.privacy`.
+    ///
+    /// # Errors
+    /// [`Error::Unsatisfiable`] when the model cannot be met; [`Error::Spec`]
+    /// for a job the algorithm cannot honour.
+    fn run(&self, ctx: &Context<'_>) -> Result<Outcome>;
+}
+
+/// Names of the registered algorithms.
+pub const NAMES: &[&str] = &["mondrian"];
+
+/// The algorithm a job names, with its parameters parsed.
+///
+/// # Errors
+/// [`Error::Spec`] for an unknown name or bad parameters.
+pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
+    let a = &spec.algorithm;
+    match a.name.as_str() {
+        "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
+        other => Err(Error::spec(
+            "algorithm.name",
+            format!(
+                "unknown algorithm `{other}`; choose one of: {}",
+                NAMES.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Serialises algorithm details, mapping failure to an internal error.
+pub(crate) fn details<T: Serialize>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value).map_err(|e| Error::Internal(e.to_string()))
+}

@@ -1,0 +1,977 @@
+//! Encoding: record batches to a columnar [`QiTable`] of dense codes, and its
+//! [`EquivalenceClasses`].
+//!
+//! Every QI becomes one `u32` code per row:
+//! - with a hierarchy (file, intervals or masking) the code is the value's
+//!   leaf in the hierarchy, so hierarchy operations apply to codes directly;
+//! - without one (flexible generalisation) the code is the value's rank among
+//!   the column's distinct values (numbers by value, strings by byte order),
+//!   so a numeric range is a code range and a set is a set of codes.
+//!
+//! Numeric QIs keep their values: [`QiColumn::value`] gives the number behind
+//! a code. Encoding is incremental ([`Encoder::push`] per batch), so a front
+//! end can stream pass 1; dictionary-encoded strings are mapped through their
+//! dictionary once per batch rather than hashed per row.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, RecordBatch};
+use arrow::compute::cast;
+use arrow::datatypes::{ArrowDictionaryKeyType, DataType, Schema};
+use arrow::downcast_dictionary_array;
+use rustc_hash::FxHashMap;
+
+use crate::error::{Error, Result};
+use crate::hierarchy::{Hierarchy, NodeId};
+use crate::spec::{AttributeSpec, GeneralisationSpec, JobSpec, Kind, NullPolicy, Role};
+
+/// One encoded quasi-identifier.
+#[derive(Debug, Clone)]
+pub struct QiColumn {
+    name: String,
+    kind: Kind,
+    weight: f64,
+    codes: Vec<u32>,
+    hierarchy: Option<Arc<Hierarchy>>,
+    /// Label of every code (the hierarchy's leaf labels, or the distinct values).
+    labels: Arc<[String]>,
+    /// Numeric value of every code (numeric QIs only), ascending with the code
+    /// for flexible and interval columns.
+    values: Option<Arc<[f64]>>,
+    /// Rows per code.
+    counts: Vec<u32>,
+    /// `observed_before[c]`: number of distinct observed codes below `c`.
+    observed_before: Vec<u32>,
+    distinct: usize,
+    min: f64,
+    max: f64,
+}
+
+impl QiColumn {
+    /// Column name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Numeric or categorical.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Weight of the attribute in weighted distances and losses.
+    pub fn weight(&self) -> f64 {
+        self.weight
+    }
+
+    /// The code of every row (rows excluded by a null policy hold code 0).
+    pub fn codes(&self) -> &[u32] {
+        &self.codes
+    }
+
+    /// The hierarchy, when the column has one.
+    pub fn hierarchy(&self) -> Option<&Arc<Hierarchy>> {
+        self.hierarchy.as_ref()
+    }
+
+    /// Number of codes (hierarchy leaves, or distinct values).
+    pub fn domain_size(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The label of a code.
+    pub fn label(&self, code: u32) -> &str {
+        &self.labels[code as usize]
+    }
+
+    /// The numeric value of a code (numeric columns only).
+    pub fn value(&self, code: u32) -> Option<f64> {
+        self.values.as_ref().map(|v| v[code as usize])
+    }
+
+    /// Number of rows holding each code.
+    pub fn counts(&self) -> &[u32] {
+        &self.counts
+    }
+
+    /// Number of distinct values that occur in the data (`D` of NCP and
+    /// granularity).
+    pub fn distinct(&self) -> usize {
+        self.distinct
+    }
+
+    /// Smallest and largest value of a numeric column (0, 0 otherwise).
+    pub fn min_max(&self) -> (f64, f64) {
+        (self.min, self.max)
+    }
+
+    /// Number of distinct observed values among codes `lo..hi`.
+    pub fn observed_in(&self, lo: u32, hi: u32) -> usize {
+        let end = |c: u32| {
+            if (c as usize) < self.observed_before.len() {
+                self.observed_before[c as usize]
+            } else {
+                self.distinct as u32
+            }
+        };
+        (end(hi) - end(lo)) as usize
+    }
+
+    /// Whether code `c` occurs in the data.
+    pub fn is_observed(&self, c: u32) -> bool {
+        self.counts[c as usize] > 0
+    }
+}
+
+/// A sensitive attribute, encoded as dense codes of its distinct values.
+#[derive(Debug, Clone)]
+pub struct SensitiveColumn {
+    name: String,
+    codes: Vec<u32>,
+    labels: Arc<[String]>,
+}
+
+impl SensitiveColumn {
+    /// Column name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Code of every row.
+    pub fn codes(&self) -> &[u32] {
+        &self.codes
+    }
+    /// Number of distinct values.
+    pub fn distinct(&self) -> usize {
+        self.labels.len()
+    }
+}
+
+/// The encoded working set of a job: QI codes and sensitive codes.
+#[derive(Debug, Clone)]
+pub struct QiTable {
+    columns: Vec<QiColumn>,
+    sensitive: Vec<SensitiveColumn>,
+    n_rows: usize,
+    /// Rows that must be suppressed whatever the algorithm does (null QIs
+    /// under `nulls = "suppress"`), ascending.
+    excluded: Vec<u32>,
+}
+
+impl QiTable {
+    /// The QI columns, in job order.
+    pub fn columns(&self) -> &[QiColumn] {
+        &self.columns
+    }
+    /// The sensitive columns, in job order.
+    pub fn sensitive(&self) -> &[SensitiveColumn] {
+        &self.sensitive
+    }
+    /// Number of input rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+    /// Number of QIs.
+    pub fn n_qi(&self) -> usize {
+        self.columns.len()
+    }
+    /// Rows excluded by a null policy (always suppressed).
+    pub fn excluded(&self) -> &[u32] {
+        &self.excluded
+    }
+    /// Rows the algorithms work on (all rows but the excluded ones).
+    pub fn active_rows(&self) -> Vec<u32> {
+        let mut ex = self.excluded.iter().peekable();
+        (0..self.n_rows as u32)
+            .filter(|r| {
+                if ex.peek() == Some(&r) {
+                    ex.next();
+                    false
+                } else {
+                    true
+                }
+            })
+            .collect()
+    }
+    /// The codes of one row, one per QI.
+    pub fn row(&self, row: u32) -> impl Iterator<Item = u32> + '_ {
+        self.columns.iter().map(move |c| c.codes[row as usize])
+    }
+
+    /// Builds a table directly from columns of values (tests, examples, and
+    /// library users who already hold plain vectors). Each entry is the column
+    /// spec and its values as strings; numeric columns must parse as numbers.
+    ///
+    /// # Errors
+    /// As [`Encoder`].
+    pub fn from_string_columns(
+        spec: &JobSpec,
+        hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
+        columns: &[(&str, Vec<&str>)],
+    ) -> Result<QiTable> {
+        use arrow::array::StringArray;
+        let fields: Vec<arrow::datatypes::Field> = columns
+            .iter()
+            .map(|(n, _)| arrow::datatypes::Field::new(*n, DataType::Utf8, false))
+            .collect();
+        let arrays: Vec<ArrayRef> = columns
+            .iter()
+            .map(|(_, v)| Arc::new(StringArray::from(v.clone())) as ArrayRef)
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
+        let mut enc = Encoder::try_new(spec, hierarchies, batch.schema().as_ref())?;
+        enc.push(&batch)?;
+        enc.finish()
+    }
+}
+
+/// How one column's values become provisional codes while batches stream in.
+#[derive(Debug)]
+enum Dictionary {
+    /// Values are the leaves of a given hierarchy.
+    Leaves(Arc<Hierarchy>),
+    /// Distinct strings in order of first appearance (sorted at the end).
+    Strings(FxHashMap<String, u32>, Vec<String>),
+    /// Distinct numbers in order of first appearance (sorted at the end).
+    Numbers(FxHashMap<u64, u32>, Vec<f64>),
+}
+
+#[derive(Debug)]
+struct ColumnEncoder {
+    spec: AttributeSpec,
+    index: usize,
+    kind: Kind,
+    generalisation: GeneralisationSpec,
+    dict: Dictionary,
+    codes: Vec<u32>,
+    nulls: usize,
+    missing: usize,
+    unparsable: usize,
+}
+
+/// Streams record batches into a [`QiTable`].
+///
+/// # Example
+/// ```
+/// # use std::sync::Arc;
+/// # use arrow::array::{RecordBatch, StringArray, Int64Array};
+/// # use arrow::datatypes::{Schema, Field, DataType};
+/// use kanon_engine::{encode::Encoder, spec::JobSpec};
+/// let spec: JobSpec = serde_json::from_str(r#"{"attributes": [
+///     {"name": "age", "role": "quasi-identifier"},
+///     {"name": "sex", "role": "quasi-identifier"}]}"#).unwrap();
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("age", DataType::Int64, false), Field::new("sex", DataType::Utf8, false)]));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![
+///     Arc::new(Int64Array::from(vec![30, 41, 30])), Arc::new(StringArray::from(vec!["F", "M", "F"]))]).unwrap();
+/// let mut enc = Encoder::try_new(&spec, &Default::default(), &schema).unwrap();
+/// enc.push(&batch).unwrap();
+/// let table = enc.finish().unwrap();
+/// assert_eq!(table.n_rows(), 3);
+/// assert_eq!(table.columns()[0].distinct(), 2);
+/// ```
+#[derive(Debug)]
+pub struct Encoder {
+    columns: Vec<ColumnEncoder>,
+    sensitive: Vec<ColumnEncoder>,
+    n_rows: usize,
+    excluded: Vec<u32>,
+}
+
+fn is_numeric(dt: &DataType) -> bool {
+    dt.is_numeric()
+}
+
+impl Encoder {
+    /// Prepares encoding for batches of `schema`.
+    ///
+    /// `hierarchies` maps each hierarchy file path of the spec to its parsed
+    /// hierarchy.
+    ///
+    /// # Errors
+    /// [`Error::Data`] when a QI or sensitive column is missing from the
+    /// schema or has a type that cannot be encoded; [`Error::Spec`] when a
+    /// hierarchy file was not provided.
+    pub fn try_new(
+        spec: &JobSpec,
+        hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
+        schema: &Schema,
+    ) -> Result<Self> {
+        spec.validate()?;
+        let make = |a: &AttributeSpec| -> Result<ColumnEncoder> {
+            let (index, field) = schema.column_with_name(&a.name).ok_or_else(|| {
+                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                Error::data(
+                    &a.name,
+                    format!(
+                        "not found in the input; the input has columns [{}]; fix the attribute name in the job",
+                        names.join(", ")
+                    ),
+                )
+            })?;
+            let dt = field.data_type();
+            let value_type = match dt {
+                DataType::Dictionary(_, v) => v.as_ref(),
+                other => other,
+            };
+            let supported = is_numeric(value_type)
+                || matches!(
+                    value_type,
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean
+                )
+                || value_type.is_temporal();
+            if !supported {
+                return Err(Error::data(
+                    &a.name,
+                    format!("has type {dt}, which kanon cannot anonymise; cast it to a string or number first"),
+                ));
+            }
+            let generalisation = if a.role == Role::QuasiIdentifier {
+                a.generalisation()?
+            } else {
+                GeneralisationSpec::Flexible
+            };
+            let kind = match (a.kind, &generalisation) {
+                (Some(k), _) => k,
+                (None, GeneralisationSpec::Intervals(_)) => Kind::Numeric,
+                (None, GeneralisationSpec::HierarchyFile(_) | GeneralisationSpec::Masking) => {
+                    Kind::Categorical
+                }
+                (None, GeneralisationSpec::Flexible) if is_numeric(value_type) => Kind::Numeric,
+                (None, GeneralisationSpec::Flexible) => Kind::Categorical,
+            };
+            if kind == Kind::Numeric
+                && matches!(
+                    generalisation,
+                    GeneralisationSpec::HierarchyFile(_) | GeneralisationSpec::Masking
+                )
+                && a.kind.is_some()
+            {
+                return Err(Error::spec(
+                    format!("attributes.{}.type", a.name),
+                    "a numeric QI is generalised by `intervals`, `cuts` or ranges; drop `type = \"numeric\"` to use a hierarchy file or masking",
+                ));
+            }
+            let dict = match &generalisation {
+                GeneralisationSpec::HierarchyFile(path) => {
+                    Dictionary::Leaves(hierarchies.get(path).cloned().ok_or_else(|| {
+                        Error::spec(
+                            format!("attributes.{}.hierarchy", a.name),
+                            format!("hierarchy file `{path}` was not loaded"),
+                        )
+                    })?)
+                }
+                _ if kind == Kind::Numeric => Dictionary::Numbers(FxHashMap::default(), Vec::new()),
+                _ => Dictionary::Strings(FxHashMap::default(), Vec::new()),
+            };
+            Ok(ColumnEncoder {
+                spec: a.clone(),
+                index,
+                kind,
+                generalisation,
+                dict,
+                codes: Vec::new(),
+                nulls: 0,
+                missing: 0,
+                unparsable: 0,
+            })
+        };
+        let columns = spec
+            .quasi_identifiers()
+            .map(make)
+            .collect::<Result<Vec<_>>>()?;
+        let sensitive = spec.sensitive().map(make).collect::<Result<Vec<_>>>()?;
+        Ok(Encoder {
+            columns,
+            sensitive,
+            n_rows: 0,
+            excluded: Vec::new(),
+        })
+    }
+
+    /// Encodes one batch (of the schema given to [`Encoder::try_new`], or a
+    /// projection that keeps the QI and sensitive columns by name).
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a null under `nulls = "error"`; other problems
+    /// (values missing from a hierarchy) are counted and reported by
+    /// [`Encoder::finish`].
+    pub fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        let offset = self.n_rows as u32;
+        for (is_qi, col) in self
+            .columns
+            .iter_mut()
+            .map(|c| (true, c))
+            .chain(self.sensitive.iter_mut().map(|c| (false, c)))
+        {
+            let array = match batch.schema().index_of(&col.spec.name) {
+                Ok(i) => batch.column(i).clone(),
+                Err(_) => batch.column(col.index).clone(),
+            };
+            let before = col.codes.len();
+            col.encode(&array)?;
+            if is_qi && array.null_count() > 0 {
+                if col.spec.nulls == NullPolicy::Error {
+                    col.nulls += array.null_count();
+                } else {
+                    for i in 0..array.len() {
+                        if array.is_null(i) {
+                            self.excluded.push(offset + i as u32);
+                        }
+                    }
+                }
+            }
+            debug_assert_eq!(col.codes.len() - before, batch.num_rows());
+        }
+        self.n_rows += batch.num_rows();
+        Ok(())
+    }
+
+    /// Finishes encoding: assigns final codes, builds data-derived
+    /// hierarchies (intervals, masking) and reports data problems.
+    ///
+    /// # Errors
+    /// [`Error::Data`] naming the column and the number of affected rows for
+    /// nulls, values missing from a hierarchy, or unparsable numbers.
+    pub fn finish(mut self) -> Result<QiTable> {
+        self.excluded.sort_unstable();
+        self.excluded.dedup();
+        let columns = self
+            .columns
+            .into_iter()
+            .map(|c| c.finish(true))
+            .collect::<Result<Vec<_>>>()?;
+        let sensitive = self
+            .sensitive
+            .into_iter()
+            .map(|c| {
+                let q = c.finish(false)?;
+                Ok(SensitiveColumn {
+                    name: q.name,
+                    codes: q.codes,
+                    labels: q.labels,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(QiTable {
+            columns,
+            sensitive,
+            n_rows: self.n_rows,
+            excluded: self.excluded,
+        })
+    }
+}
+
+const NULL_CODE: u32 = u32::MAX;
+
+impl ColumnEncoder {
+    fn encode(&mut self, array: &ArrayRef) -> Result<()> {
+        if let DataType::Dictionary(_, _) = array.data_type() {
+            downcast_dictionary_array!(
+                array => return self.encode_dictionary(array),
+                _ => unreachable!()
+            );
+        }
+        let codes = self.provisional_codes(array)?;
+        self.codes.extend(codes);
+        Ok(())
+    }
+
+    fn encode_dictionary<K: ArrowDictionaryKeyType>(
+        &mut self,
+        array: &DictionaryArray<K>,
+    ) -> Result<()> {
+        let value_codes = self.provisional_codes(array.values())?;
+        for i in 0..array.len() {
+            if array.is_null(i) {
+                self.codes.push(NULL_CODE);
+            } else {
+                let k = arrow::datatypes::ArrowNativeType::as_usize(array.keys().value(i));
+                self.codes.push(value_codes[k]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Provisional code per element of a plain (non-dictionary) array.
+    fn provisional_codes(&mut self, array: &ArrayRef) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(array.len());
+        match &mut self.dict {
+            Dictionary::Numbers(map, values) => {
+                let floats = if matches!(
+                    array.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                ) {
+                    let strings = cast(array, &DataType::Utf8)?;
+                    let strings = strings.as_string::<i32>();
+                    let parsed: arrow::array::Float64Array = strings
+                        .iter()
+                        .map(|s| {
+                            s.and_then(|s| {
+                                let v = s.trim().parse::<f64>().ok();
+                                if v.is_none() {
+                                    self.unparsable += 1;
+                                }
+                                v
+                            })
+                        })
+                        .collect();
+                    Arc::new(parsed) as ArrayRef
+                } else {
+                    cast(array, &DataType::Float64).map_err(|_| {
+                        Error::data(
+                            &self.spec.name,
+                            format!(
+                                "type {} cannot be read as numbers; set `type = \"categorical\"`",
+                                array.data_type()
+                            ),
+                        )
+                    })?
+                };
+                let floats = floats.as_primitive::<arrow::datatypes::Float64Type>();
+                for v in floats.iter() {
+                    match v {
+                        None => out.push(NULL_CODE),
+                        Some(v) => {
+                            let v = if v == 0.0 { 0.0 } else { v };
+                            let next = values.len() as u32;
+                            let code = *map.entry(v.to_bits()).or_insert_with(|| {
+                                values.push(v);
+                                next
+                            });
+                            out.push(code);
+                        }
+                    }
+                }
+            }
+            Dictionary::Strings(map, values) => {
+                let strings = cast(array, &DataType::Utf8)?;
+                for s in strings.as_string::<i32>().iter() {
+                    match s {
+                        None => out.push(NULL_CODE),
+                        Some(s) => {
+                            let code = match map.get(s) {
+                                Some(&c) => c,
+                                None => {
+                                    let c = values.len() as u32;
+                                    map.insert(s.to_string(), c);
+                                    values.push(s.to_string());
+                                    c
+                                }
+                            };
+                            out.push(code);
+                        }
+                    }
+                }
+            }
+            Dictionary::Leaves(h) => {
+                let strings = cast(array, &DataType::Utf8)?;
+                for s in strings.as_string::<i32>().iter() {
+                    match s {
+                        None => out.push(NULL_CODE),
+                        Some(s) => match h.leaf(s).or_else(|| h.leaf(s.trim())) {
+                            Some(NodeId(c)) => out.push(c),
+                            None => {
+                                self.missing += 1;
+                                out.push(NULL_CODE);
+                            }
+                        },
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn finish(self, is_qi: bool) -> Result<QiColumn> {
+        let name = self.spec.name.clone();
+        if self.nulls > 0 {
+            return Err(Error::data(
+                &name,
+                format!(
+                    "{} rows are null; fill them, drop them, or set `nulls = \"suppress\"` on the attribute to suppress those rows",
+                    self.nulls
+                ),
+            ));
+        }
+        if self.unparsable > 0 {
+            return Err(Error::data(
+                &name,
+                format!(
+                    "{} rows are not numbers although the attribute is numeric; fix the data or set `type = \"categorical\"`",
+                    self.unparsable
+                ),
+            ));
+        }
+        if self.missing > 0 {
+            let source = match &self.dict {
+                Dictionary::Leaves(h) => h.source().to_string(),
+                _ => String::new(),
+            };
+            return Err(Error::data(
+                &name,
+                format!(
+                    "{} rows hold values that are not leaves of the hierarchy {source}; add those values to the hierarchy file",
+                    self.missing
+                ),
+            ));
+        }
+        let mut codes = self.codes;
+        let (labels, values, hierarchy): (
+            Arc<[String]>,
+            Option<Arc<[f64]>>,
+            Option<Arc<Hierarchy>>,
+        ) = match self.dict {
+            Dictionary::Leaves(h) => {
+                let labels: Vec<String> = (0..h.leaf_count() as u32)
+                    .map(|l| h.label(NodeId(l)).to_string())
+                    .collect();
+                (labels.into(), None, Some(h))
+            }
+            Dictionary::Numbers(_, values) => {
+                let mut order: Vec<u32> = (0..values.len() as u32).collect();
+                order.sort_by(|&a, &b| values[a as usize].total_cmp(&values[b as usize]));
+                let mut rank = vec![0u32; values.len()];
+                for (r, &o) in order.iter().enumerate() {
+                    rank[o as usize] = r as u32;
+                }
+                remap(&mut codes, &rank);
+                let sorted: Vec<f64> = order.iter().map(|&o| values[o as usize]).collect();
+                let hierarchy = match (&self.generalisation, is_qi) {
+                    (GeneralisationSpec::Intervals(levels), true) => Some(Arc::new(
+                        levels.build(&format!("intervals of `{name}`"), &sorted)?,
+                    )),
+                    _ => None,
+                };
+                let labels: Vec<String> = match &hierarchy {
+                    Some(h) => (0..sorted.len() as u32)
+                        .map(|c| h.label(NodeId(c)).to_string())
+                        .collect(),
+                    None => sorted.iter().map(|v| format_number(*v)).collect(),
+                };
+                (labels.into(), Some(sorted.into()), hierarchy)
+            }
+            Dictionary::Strings(_, values) => {
+                let mut order: Vec<u32> = (0..values.len() as u32).collect();
+                order.sort_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
+                let mut rank = vec![0u32; values.len()];
+                for (r, &o) in order.iter().enumerate() {
+                    rank[o as usize] = r as u32;
+                }
+                remap(&mut codes, &rank);
+                let sorted: Vec<String> =
+                    order.iter().map(|&o| values[o as usize].clone()).collect();
+                let hierarchy = match (&self.generalisation, is_qi) {
+                    (GeneralisationSpec::Masking, true) => Some(Arc::new(Hierarchy::masking(
+                        &format!("masking of `{name}`"),
+                        &sorted,
+                        '*',
+                    )?)),
+                    _ => None,
+                };
+                // Masking sorts its leaves the same way, so leaf code == rank.
+                (sorted.into(), None, hierarchy)
+            }
+        };
+        let mut counts = vec![0u32; labels.len()];
+        let mut min = f64::INFINITY;
+        let mut max = f64::NEG_INFINITY;
+        for c in codes.iter_mut() {
+            if *c == NULL_CODE {
+                *c = 0;
+            } else {
+                counts[*c as usize] += 1;
+            }
+        }
+        if let Some(v) = &values {
+            for (c, &n) in counts.iter().enumerate() {
+                if n > 0 {
+                    min = min.min(v[c]);
+                    max = max.max(v[c]);
+                }
+            }
+        }
+        if !min.is_finite() {
+            min = 0.0;
+            max = 0.0;
+        }
+        let mut observed_before = Vec::with_capacity(counts.len());
+        let mut seen = 0u32;
+        for &n in &counts {
+            observed_before.push(seen);
+            seen += (n > 0) as u32;
+        }
+        Ok(QiColumn {
+            name,
+            kind: self.kind,
+            weight: self.spec.weight(),
+            codes,
+            hierarchy,
+            labels,
+            values,
+            counts,
+            observed_before,
+            distinct: seen as usize,
+            min,
+            max,
+        })
+    }
+}
+
+fn remap(codes: &mut [u32], rank: &[u32]) {
+    for c in codes.iter_mut() {
+        if *c != NULL_CODE {
+            *c = rank[*c as usize];
+        }
+    }
+}
+
+/// Formats a number as the release shows it: integers without a fraction.
+pub fn format_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Identical QI tuples grouped into classes, with their sizes and rows.
+///
+/// Classes are numbered in order of their first row, so the numbering depends
+/// only on the input order.
+#[derive(Debug, Clone)]
+pub struct EquivalenceClasses {
+    n_qi: usize,
+    class_of_row: Vec<u32>,
+    tuples: Vec<u32>,
+    offsets: Vec<u32>,
+    rows: Vec<u32>,
+}
+
+/// Marks a row that belongs to no class (excluded by a null policy).
+pub const NO_CLASS: u32 = u32::MAX;
+
+impl EquivalenceClasses {
+    /// Groups the active rows of `table` by their QI codes.
+    pub fn of(table: &QiTable) -> Self {
+        let rows = table.active_rows();
+        Self::of_rows(table, &rows)
+    }
+
+    /// Groups the given rows of `table` by their QI codes.
+    pub fn of_rows(table: &QiTable, rows: &[u32]) -> Self {
+        let n_qi = table.n_qi();
+        let cols: Vec<&[u32]> = table.columns().iter().map(|c| c.codes()).collect();
+        let bits: Vec<u32> = table
+            .columns()
+            .iter()
+            .map(|c| 32 - (c.domain_size().max(2) as u32 - 1).leading_zeros())
+            .collect();
+        let mut class_of_row = vec![NO_CLASS; table.n_rows()];
+        let mut tuples: Vec<u32> = Vec::new();
+        let mut sizes: Vec<u32> = Vec::new();
+        let mut assign = |r: u32, class: u32, fresh: bool| {
+            class_of_row[r as usize] = class;
+            if fresh {
+                tuples.extend(cols.iter().map(|c| c[r as usize]));
+                sizes.push(0);
+            }
+            sizes[class as usize] += 1;
+        };
+        if bits.iter().sum::<u32>() <= 128 {
+            let mut map: FxHashMap<u128, u32> = FxHashMap::default();
+            for &r in rows {
+                let mut key = 0u128;
+                for (c, b) in cols.iter().zip(&bits) {
+                    key = (key << b) | c[r as usize] as u128;
+                }
+                let next = map.len() as u32;
+                let class = *map.entry(key).or_insert(next);
+                assign(r, class, class == next);
+            }
+        } else {
+            let mut map: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+            for &r in rows {
+                let key: Vec<u32> = cols.iter().map(|c| c[r as usize]).collect();
+                let next = map.len() as u32;
+                let class = *map.entry(key).or_insert(next);
+                assign(r, class, class == next);
+            }
+        }
+        let mut offsets = Vec::with_capacity(sizes.len() + 1);
+        let mut acc = 0u32;
+        offsets.push(0);
+        for s in &sizes {
+            acc += s;
+            offsets.push(acc);
+        }
+        let mut fill = offsets.clone();
+        let mut members = vec![0u32; acc as usize];
+        for &r in rows {
+            let c = class_of_row[r as usize] as usize;
+            members[fill[c] as usize] = r;
+            fill[c] += 1;
+        }
+        EquivalenceClasses {
+            n_qi,
+            class_of_row,
+            tuples,
+            offsets,
+            rows: members,
+        }
+    }
+
+    /// Number of classes.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    /// Whether there are no classes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The class of every row ([`NO_CLASS`] for excluded rows).
+    pub fn class_of_row(&self) -> &[u32] {
+        &self.class_of_row
+    }
+    /// The QI codes of a class.
+    pub fn tuple(&self, class: usize) -> &[u32] {
+        &self.tuples[class * self.n_qi..(class + 1) * self.n_qi]
+    }
+    /// The rows of a class, ascending.
+    pub fn rows(&self, class: usize) -> &[u32] {
+        &self.rows[self.offsets[class] as usize..self.offsets[class + 1] as usize]
+    }
+    /// The size of a class.
+    pub fn size(&self, class: usize) -> usize {
+        (self.offsets[class + 1] - self.offsets[class]) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{DictionaryArray, Int64Array, StringArray};
+    use arrow::datatypes::{Field, Int32Type};
+
+    fn spec(json: &str) -> JobSpec {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        let fields: Vec<Field> = cols
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect();
+        RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            cols.into_iter().map(|(_, a)| a).collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn encodes_strings_numbers_and_dictionaries() {
+        let s = spec(
+            r#"{"attributes": [{"name": "age", "role": "qi"}, {"name": "sex", "role": "qi"},
+                 {"name": "zip", "role": "qi", "masking": true}, {"name": "d", "role": "sensitive"}]}"#,
+        );
+        let dict: DictionaryArray<Int32Type> = vec!["M", "F", "M"].into_iter().collect();
+        let b = batch(vec![
+            ("age", Arc::new(Int64Array::from(vec![40, 30, 40]))),
+            ("sex", Arc::new(dict)),
+            (
+                "zip",
+                Arc::new(StringArray::from(vec!["4351", "4350", "4362"])),
+            ),
+            ("d", Arc::new(StringArray::from(vec!["x", "y", "x"]))),
+        ]);
+        let mut e = Encoder::try_new(&s, &Default::default(), &b.schema()).unwrap();
+        e.push(&b).unwrap();
+        e.push(&b).unwrap();
+        let t = e.finish().unwrap();
+        assert_eq!(t.n_rows(), 6);
+        let age = &t.columns()[0];
+        assert_eq!(age.kind(), Kind::Numeric);
+        assert_eq!(age.codes(), &[1, 0, 1, 1, 0, 1]);
+        assert_eq!(age.value(1), Some(40.0));
+        assert_eq!(age.min_max(), (30.0, 40.0));
+        let sex = &t.columns()[1];
+        assert_eq!(sex.kind(), Kind::Categorical);
+        assert_eq!(sex.label(sex.codes()[0]), "M");
+        assert_eq!(sex.distinct(), 2);
+        let zip = &t.columns()[2];
+        let h = zip.hierarchy().unwrap();
+        assert_eq!(
+            h.label(h.lca(NodeId(zip.codes()[0]), NodeId(zip.codes()[1]))),
+            "435*"
+        );
+        assert_eq!(t.sensitive()[0].distinct(), 2);
+        let classes = EquivalenceClasses::of(&t);
+        assert_eq!(classes.len(), 3);
+        assert_eq!(classes.rows(0), &[0, 3]);
+        assert_eq!(classes.size(1), 2);
+    }
+
+    #[test]
+    fn errors_count_rows_and_hide_values() {
+        let s = spec(r#"{"attributes": [{"name": "sex", "role": "qi", "hierarchy": "sex.csv"}]}"#);
+        let h = Arc::new(Hierarchy::from_csv("sex.csv", "M;*\nF;*\n", ';').unwrap());
+        let hs: FxHashMap<String, Arc<Hierarchy>> =
+            [("sex.csv".to_string(), h)].into_iter().collect();
+        let b = batch(vec![(
+            "sex",
+            Arc::new(StringArray::from(vec![
+                Some("M"),
+                Some("Secret"),
+                Some("Secret2"),
+            ])),
+        )]);
+        let mut e = Encoder::try_new(&s, &hs, &b.schema()).unwrap();
+        e.push(&b).unwrap();
+        let err = e.finish().unwrap_err().to_string();
+        assert!(
+            err.contains("`sex`") && err.contains("2 rows") && err.contains("sex.csv"),
+            "{err}"
+        );
+        assert!(!err.contains("Secret"), "{err}");
+
+        let b = batch(vec![(
+            "sex",
+            Arc::new(StringArray::from(vec![Some("M"), None])),
+        )]);
+        let mut e = Encoder::try_new(&s, &hs, &b.schema()).unwrap();
+        e.push(&b).unwrap();
+        let err = e.finish().unwrap_err().to_string();
+        assert!(
+            err.contains("1 rows are null") && err.contains("nulls = \\\"suppress\\\"")
+                || err.contains("nulls = \"suppress\""),
+            "{err}"
+        );
+
+        let s2 = spec(
+            r#"{"attributes": [{"name": "sex", "role": "qi", "hierarchy": "sex.csv", "nulls": "suppress"}]}"#,
+        );
+        let mut e = Encoder::try_new(&s2, &hs, &b.schema()).unwrap();
+        e.push(&b).unwrap();
+        let t = e.finish().unwrap();
+        assert_eq!(t.excluded(), &[1]);
+        assert_eq!(t.active_rows(), vec![0]);
+
+        let err = Encoder::try_new(
+            &spec(r#"{"attributes": [{"name": "nope", "role": "qi"}]}"#),
+            &hs,
+            &b.schema(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("`nope`") && err.contains("not found") && err.contains("[sex]"),
+            "{err}"
+        );
+
+        let s3 = spec(r#"{"attributes": [{"name": "sex", "role": "qi", "type": "numeric"}]}"#);
+        let b = batch(vec![("sex", Arc::new(StringArray::from(vec!["1", "x"])))]);
+        let mut e = Encoder::try_new(&s3, &hs, &b.schema()).unwrap();
+        e.push(&b).unwrap();
+        let err = e.finish().unwrap_err().to_string();
+        assert!(err.contains("1 rows are not numbers"), "{err}");
+    }
+}

@@ -1,0 +1,30 @@
+//! kanon's engine: k-anonymity and l-diversity over Arrow record batches.
+//!
+//! The data flows one way, and the modules follow it:
+//!
+//! ```text
+//! spec -> encode -> algorithms -> partition -> verify -> recode
+//!  (what)  (codes,   (groups of    (one type    (privacy   (labels
+//!          classes)   rows)         for all)     models)    per row)
+//!                                      └──────► metrics
+//! ```
+//!
+//! No I/O, no async: front ends read files and hand over record batches and
+//! parsed hierarchies.
+#![warn(missing_docs)]
+
+pub mod algorithms;
+pub mod encode;
+pub mod error;
+pub mod generalise;
+pub mod hierarchy;
+pub mod metrics;
+pub mod partition;
+pub mod pipeline;
+pub mod privacy;
+pub mod recode;
+pub mod spec;
+pub mod verify;
+
+pub use error::{Error, Result};
+pub use pipeline::{anonymize, Anonymization};

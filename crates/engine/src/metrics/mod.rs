@@ -1,0 +1,243 @@
+//! Metrics of a release (`SPEC.md` section 3), all computed from the encoded
+//! table and the partition: information loss (WHD distortion, NCP,
+//! granularity, precision, discernibility, AECS, modification rate, O/I) and
+//! risk (smallest class, rows in classes below k).
+
+pub mod distortion;
+pub mod loss;
+
+use serde::Serialize;
+
+use crate::encode::{EquivalenceClasses, QiTable};
+use crate::generalise::Cell;
+use crate::partition::Partition;
+
+pub use distortion::Weights;
+
+/// Loss figures of one QI.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttributeLoss {
+    /// Column name.
+    pub name: String,
+    /// Mean NCP of the column's cells.
+    pub ncp: f64,
+    /// Mean granularity of the column's cells.
+    pub granularity: f64,
+    /// Mean WHD (uniform weights) of the column's cells.
+    pub distortion: f64,
+}
+
+/// Every metric of a release.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Input rows.
+    pub rows_in: usize,
+    /// Published rows.
+    pub rows_out: usize,
+    /// Rows suppressed (withheld), nulls included.
+    pub suppressed_rows: usize,
+    /// Published classes (distinct published tuples).
+    pub classes: usize,
+    /// Smallest published class: the k achieved (0 when nothing is published).
+    pub smallest_class: usize,
+    /// Largest published class.
+    pub largest_class: usize,
+    /// Average published class size (AECS).
+    pub aecs: f64,
+    /// Published classes smaller than the requested k (0 for a valid release).
+    pub classes_below_k: usize,
+    /// Rows in published classes smaller than k.
+    pub rows_below_k: usize,
+    /// Mean NCP over all QI cells, suppressed rows included (cost 1).
+    pub ncp: f64,
+    /// `1 - ncp`.
+    pub utility: f64,
+    /// Mean granularity over all QI cells.
+    pub granularity: f64,
+    /// Sweeney's precision `1 - sum(l/h)/(n*m)`.
+    pub precision: f64,
+    /// Table distortion, uniform WHD weights (sum over rows).
+    pub distortion: f64,
+    /// Distortion over the distortion of the fully generalised table.
+    pub distortion_ratio: f64,
+    /// Table distortion with height weights (`beta` of the report options).
+    pub distortion_height: f64,
+    /// Distortion ratio with height weights.
+    pub distortion_ratio_height: f64,
+    /// Attribute-weighted distortion (seed 003), sum over rows.
+    pub weighted_distortion: f64,
+    /// Discernibility metric `DM`.
+    pub discernibility: f64,
+    /// Share of QI cells changed.
+    pub modification_rate: f64,
+    /// Distinct QI tuples in the input.
+    pub distinct_rows_in: usize,
+    /// Distinct published tuples.
+    pub distinct_rows_out: usize,
+    /// `distinct_rows_out / distinct_rows_in` (HeuristicMin's objective).
+    pub oi_ratio: f64,
+    /// Per-QI loss.
+    pub attributes: Vec<AttributeLoss>,
+}
+
+/// Options of a report.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReportOptions {
+    /// The requested k (for rows and classes below k, and DM).
+    pub k: usize,
+    /// beta of the height weights.
+    pub beta: f64,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions { k: 2, beta: 1.0 }
+    }
+}
+
+/// Computes every metric of a partition.
+pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) -> Report {
+    let n = table.n_rows();
+    let m = table.n_qi();
+    let (class_of_group, n_classes) = partition.published_classes();
+    let mut class_size = vec![0usize; n_classes];
+    let group_sizes = partition.group_sizes();
+    for (g, &c) in class_of_group.iter().enumerate() {
+        class_size[c as usize] += group_sizes[g];
+    }
+    class_size.retain(|&s| s > 0);
+    let suppressed = partition.suppressed();
+    let rows_out = n - suppressed;
+    let height = Weights::Height { beta: options.beta };
+    // Per group and column cell costs, weighted by group size.
+    let mut sums = Sums::default();
+    let mut per_attr = vec![Sums::default(); m];
+    for g in 0..partition.n_groups() {
+        let size = group_sizes[g] as f64;
+        if size == 0.0 {
+            continue;
+        }
+        for (q, (col, cell)) in table.columns().iter().zip(partition.tuple(g)).enumerate() {
+            let s = CellCosts::of(col, cell, height);
+            sums.add(&s, size);
+            per_attr[q].add(&s, size);
+            if !col.is_unchanged(cell) {
+                sums.changed += size;
+            }
+        }
+    }
+    // Suppressed rows publish nothing: every cell costs its maximum.
+    if suppressed > 0 {
+        for (q, col) in table.columns().iter().enumerate() {
+            let s = CellCosts::of(col, &Cell::Suppressed, height);
+            sums.add(&s, suppressed as f64);
+            per_attr[q].add(&s, suppressed as f64);
+        }
+        sums.changed += (suppressed * m) as f64;
+    }
+    let cells = (n * m).max(1) as f64;
+    let k = options.k;
+    let below: Vec<usize> = class_size.iter().copied().filter(|&s| s < k).collect();
+    let dm = class_size
+        .iter()
+        .map(|&s| {
+            if s >= k {
+                (s * s) as f64
+            } else {
+                (n * s) as f64
+            }
+        })
+        .sum::<f64>()
+        + (suppressed * n) as f64;
+    let distinct_in = EquivalenceClasses::of(table).len();
+    let distinct_out = class_size.len();
+    Report {
+        rows_in: n,
+        rows_out,
+        suppressed_rows: suppressed,
+        classes: class_size.len(),
+        smallest_class: class_size.iter().copied().min().unwrap_or(0),
+        largest_class: class_size.iter().copied().max().unwrap_or(0),
+        aecs: if class_size.is_empty() {
+            0.0
+        } else {
+            rows_out as f64 / class_size.len() as f64
+        },
+        classes_below_k: below.len(),
+        rows_below_k: below.iter().sum(),
+        ncp: sums.ncp / cells,
+        utility: 1.0 - sums.ncp / cells,
+        granularity: sums.granularity / cells,
+        precision: 1.0 - sums.precision / cells,
+        distortion: sums.whd,
+        distortion_ratio: sums.whd / cells,
+        distortion_height: sums.whd_height,
+        distortion_ratio_height: sums.whd_height / cells,
+        weighted_distortion: sums.weighted,
+        discernibility: dm,
+        modification_rate: sums.changed / cells,
+        distinct_rows_in: distinct_in,
+        distinct_rows_out: distinct_out,
+        oi_ratio: if distinct_in == 0 {
+            0.0
+        } else {
+            distinct_out as f64 / distinct_in as f64
+        },
+        attributes: table
+            .columns()
+            .iter()
+            .zip(&per_attr)
+            .map(|(c, s)| AttributeLoss {
+                name: c.name().to_string(),
+                ncp: s.ncp / n.max(1) as f64,
+                granularity: s.granularity / n.max(1) as f64,
+                distortion: s.whd / n.max(1) as f64,
+            })
+            .collect(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct CellCosts {
+    ncp: f64,
+    granularity: f64,
+    precision: f64,
+    whd: f64,
+    whd_height: f64,
+    weighted: f64,
+}
+
+impl CellCosts {
+    fn of(col: &crate::encode::QiColumn, cell: &Cell, height: Weights) -> Self {
+        CellCosts {
+            ncp: loss::cell_ncp(col, cell),
+            granularity: loss::cell_granularity(col, cell),
+            precision: loss::cell_precision_loss(col, cell),
+            whd: distortion::cell_whd(col, cell, Weights::Uniform),
+            whd_height: distortion::cell_whd(col, cell, height),
+            weighted: distortion::cell_weighted_distortion(col, cell),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    ncp: f64,
+    granularity: f64,
+    precision: f64,
+    whd: f64,
+    whd_height: f64,
+    weighted: f64,
+    changed: f64,
+}
+
+impl Sums {
+    fn add(&mut self, c: &CellCosts, times: f64) {
+        self.ncp += c.ncp * times;
+        self.granularity += c.granularity * times;
+        self.precision += c.precision * times;
+        self.whd += c.whd * times;
+        self.whd_height += c.whd_height * times;
+        self.weighted += c.weighted * times;
+    }
+}

@@ -1,0 +1,162 @@
+//! The result of every algorithm: which rows form which group, each group's
+//! generalised tuple, and which rows are suppressed.
+//!
+//! Every algorithm returns a [`Partition`]; verification, recoding and the
+//! metrics all read it, so no algorithm writes output or computes metrics of
+//! its own.
+
+use rustc_hash::FxHashMap;
+
+use crate::encode::QiTable;
+use crate::generalise::{Cell, GeneralisedTuple};
+
+/// Marks a suppressed row in [`Partition::group_of_row`].
+pub const SUPPRESSED: u32 = u32::MAX;
+
+/// Groups of rows with their published tuples, plus suppressed rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    n_qi: usize,
+    group_of_row: Vec<u32>,
+    cells: Vec<Cell>,
+}
+
+impl Partition {
+    /// A partition from each row's group (or [`SUPPRESSED`]), publishing every
+    /// group as the tightest generalisation of its rows (lowest common
+    /// ancestors, ranges, value sets): what local recoding publishes.
+    ///
+    /// Rows the table excludes (null policy) are suppressed whatever
+    /// `group_of_row` says.
+    pub fn tightest(table: &QiTable, mut group_of_row: Vec<u32>) -> Self {
+        for &r in table.excluded() {
+            group_of_row[r as usize] = SUPPRESSED;
+        }
+        let n_groups = group_of_row
+            .iter()
+            .filter(|&&g| g != SUPPRESSED)
+            .map(|&g| g as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let n_qi = table.n_qi();
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); n_groups];
+        for (r, &g) in group_of_row.iter().enumerate() {
+            if g != SUPPRESSED {
+                members[g as usize].push(r as u32);
+            }
+        }
+        let mut cells = Vec::with_capacity(n_groups * n_qi);
+        for rows in &members {
+            for col in table.columns() {
+                if rows.is_empty() {
+                    cells.push(Cell::Suppressed);
+                } else {
+                    cells.push(col.cell_of(rows.iter().map(|&r| col.codes()[r as usize])));
+                }
+            }
+        }
+        Partition {
+            n_qi,
+            group_of_row,
+            cells,
+        }
+    }
+
+    /// A partition from groups given as row lists; rows in no list are
+    /// suppressed. Groups are published as in [`Partition::tightest`].
+    pub fn from_groups(table: &QiTable, groups: &[Vec<u32>]) -> Self {
+        let mut group_of_row = vec![SUPPRESSED; table.n_rows()];
+        for (g, rows) in groups.iter().enumerate() {
+            for &r in rows {
+                group_of_row[r as usize] = g as u32;
+            }
+        }
+        Self::tightest(table, group_of_row)
+    }
+
+    /// A partition with explicit published tuples (global recoding publishes
+    /// a fixed level, not the tightest cell). `tuples[g]` is group `g`'s tuple.
+    ///
+    /// # Panics
+    /// When a tuple does not have one cell per QI.
+    pub fn with_tuples(
+        table: &QiTable,
+        mut group_of_row: Vec<u32>,
+        tuples: Vec<GeneralisedTuple>,
+    ) -> Self {
+        for &r in table.excluded() {
+            group_of_row[r as usize] = SUPPRESSED;
+        }
+        let n_qi = table.n_qi();
+        let mut cells = Vec::with_capacity(tuples.len() * n_qi);
+        for t in tuples {
+            assert_eq!(t.len(), n_qi, "one cell per quasi-identifier");
+            cells.extend(t);
+        }
+        Partition {
+            n_qi,
+            group_of_row,
+            cells,
+        }
+    }
+
+    /// Each row's group, or [`SUPPRESSED`].
+    pub fn group_of_row(&self) -> &[u32] {
+        &self.group_of_row
+    }
+
+    /// Number of groups.
+    pub fn n_groups(&self) -> usize {
+        self.cells.len().checked_div(self.n_qi).unwrap_or(0)
+    }
+
+    /// The published tuple of a group.
+    pub fn tuple(&self, group: usize) -> &[Cell] {
+        &self.cells[group * self.n_qi..(group + 1) * self.n_qi]
+    }
+
+    /// The published cell of a row for QI `qi` (`Suppressed` for suppressed rows).
+    pub fn cell(&self, row: usize, qi: usize) -> &Cell {
+        match self.group_of_row[row] {
+            SUPPRESSED => &Cell::Suppressed,
+            g => &self.cells[g as usize * self.n_qi + qi],
+        }
+    }
+
+    /// Number of rows in each group.
+    pub fn group_sizes(&self) -> Vec<usize> {
+        let mut sizes = vec![0usize; self.n_groups()];
+        for &g in &self.group_of_row {
+            if g != SUPPRESSED {
+                sizes[g as usize] += 1;
+            }
+        }
+        sizes
+    }
+
+    /// Number of suppressed rows.
+    pub fn suppressed(&self) -> usize {
+        self.group_of_row
+            .iter()
+            .filter(|&&g| g == SUPPRESSED)
+            .count()
+    }
+
+    /// Published classes: groups whose tuples are identical form one class
+    /// of the release. Returns each group's class and the number of classes.
+    pub fn published_classes(&self) -> (Vec<u32>, usize) {
+        let mut class_of_tuple: FxHashMap<&[Cell], u32> = FxHashMap::default();
+        let class_of_group = (0..self.n_groups())
+            .map(|g| {
+                let next = class_of_tuple.len() as u32;
+                *class_of_tuple.entry(self.tuple(g)).or_insert(next)
+            })
+            .collect();
+        (class_of_group, class_of_tuple.len())
+    }
+
+    /// Number of rows, suppressed or not.
+    pub fn n_rows(&self) -> usize {
+        self.group_of_row.len()
+    }
+}

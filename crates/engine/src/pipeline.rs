@@ -1,0 +1,102 @@
+//! The engine's path from an encoded table to a verified release:
+//! `algorithm -> partition -> verify -> metrics`, timed per phase. Every
+//! front end (CLI, DataFusion plan node, library users) calls
+//! [`anonymize`]; recoding of the original batches follows with
+//! [`crate::recode::Recoder`].
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::algorithms::{self, Context};
+use crate::encode::{EquivalenceClasses, QiTable};
+use crate::error::Result;
+use crate::metrics::{self, Report, ReportOptions};
+use crate::partition::Partition;
+use crate::privacy::Privacy;
+use crate::spec::JobSpec;
+use crate::verify::{verify_partition, Verified};
+
+/// Wall time of each phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Timings {
+    /// Grouping into equivalence classes.
+    pub classes: Duration,
+    /// The algorithm.
+    pub algorithm: Duration,
+    /// Verification of the partition.
+    pub verify: Duration,
+    /// Metrics.
+    pub metrics: Duration,
+}
+
+/// A verified anonymisation of a table.
+#[derive(Debug, Clone)]
+pub struct Anonymization {
+    /// The algorithm that ran.
+    pub algorithm: String,
+    /// Its partition, verified against the privacy models.
+    pub partition: Partition,
+    /// What verification found.
+    pub verified: Verified,
+    /// Every metric of the release.
+    pub report: Report,
+    /// Algorithm-specific facts.
+    pub details: serde_json::Value,
+    /// Time per phase.
+    pub timings: Timings,
+}
+
+/// Runs the job's algorithm on an encoded table, verifies the partition
+/// (fail closed) and computes the metrics.
+///
+/// # Errors
+/// [`crate::Error::Spec`] for a bad algorithm or parameters,
+/// [`crate::Error::Unsatisfiable`] when the model cannot be met,
+/// [`crate::Error::VerificationFailed`] when the algorithm's output violates
+/// the model (a bug: nothing may be released).
+pub fn anonymize(spec: &JobSpec, table: &QiTable) -> Result<Anonymization> {
+    let privacy = Privacy::from_spec(spec)?;
+    anonymize_with(spec, table, &privacy)
+}
+
+/// [`anonymize`] with explicit privacy models.
+///
+/// # Errors
+/// As [`anonymize`].
+pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Anonymization> {
+    let algorithm = algorithms::by_name(spec)?;
+    let mut timings = Timings::default();
+    let t = Instant::now();
+    let classes = EquivalenceClasses::of(table);
+    timings.classes = t.elapsed();
+    let t = Instant::now();
+    let outcome = algorithm.run(&Context {
+        table,
+        classes: &classes,
+        privacy,
+        spec,
+    })?;
+    timings.algorithm = t.elapsed();
+    let t = Instant::now();
+    let verified = verify_partition(table, &outcome.partition, privacy)?;
+    timings.verify = t.elapsed();
+    let t = Instant::now();
+    let report = metrics::report(
+        table,
+        &outcome.partition,
+        ReportOptions {
+            k: privacy.min_class_size(),
+            ..Default::default()
+        },
+    );
+    timings.metrics = t.elapsed();
+    Ok(Anonymization {
+        algorithm: algorithm.name().to_string(),
+        partition: outcome.partition,
+        verified,
+        report,
+        details: outcome.details,
+        timings,
+    })
+}

@@ -1,0 +1,167 @@
+//! Recoding: a partition applied to the original record batches, batch by
+//! batch, in input order.
+//!
+//! QI columns are replaced by their published labels as dictionary-encoded
+//! strings (one shared dictionary per column, so every batch only writes
+//! keys); identifying columns are dropped; suppressed rows are withheld;
+//! every other column passes through untouched (type, nullability, metadata).
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, DictionaryArray, Int32Array, RecordBatch, StringArray};
+use arrow::compute::filter;
+use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
+use rustc_hash::FxHashMap;
+
+use crate::encode::QiTable;
+use crate::error::{Error, Result};
+use crate::partition::{Partition, SUPPRESSED};
+use crate::spec::{JobSpec, Role};
+
+/// The labels of one QI column: a shared dictionary and each group's key.
+#[derive(Debug, Clone)]
+struct ColumnLabels {
+    name: String,
+    values: ArrayRef,
+    key_of_group: Vec<i32>,
+}
+
+/// Applies a partition to the input batches.
+#[derive(Debug, Clone)]
+pub struct Recoder {
+    labels: Vec<ColumnLabels>,
+    group_of_row: Arc<[u32]>,
+    dropped: Vec<String>,
+}
+
+/// What to do with one input column.
+enum Action {
+    Keep,
+    Drop,
+    Recode(usize),
+}
+
+impl Recoder {
+    /// Prepares the labels of every group.
+    pub fn new(spec: &JobSpec, table: &QiTable, partition: &Partition) -> Self {
+        let labels = table
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(q, col)| {
+                let mut index: FxHashMap<String, i32> = FxHashMap::default();
+                let mut values: Vec<String> = Vec::new();
+                let key_of_group = (0..partition.n_groups())
+                    .map(|g| {
+                        let label = col.cell_label(&partition.tuple(g)[q]);
+                        *index.entry(label.clone()).or_insert_with(|| {
+                            values.push(label);
+                            values.len() as i32 - 1
+                        })
+                    })
+                    .collect();
+                ColumnLabels {
+                    name: col.name().to_string(),
+                    values: Arc::new(StringArray::from(values)),
+                    key_of_group,
+                }
+            })
+            .collect();
+        let dropped = spec
+            .attributes
+            .iter()
+            .filter(|a| a.role == Role::Identifying)
+            .map(|a| a.name.clone())
+            .collect();
+        Recoder {
+            labels,
+            group_of_row: partition.group_of_row().into(),
+            dropped,
+        }
+    }
+
+    fn action(&self, name: &str) -> Action {
+        if self.dropped.iter().any(|d| d == name) {
+            Action::Drop
+        } else if let Some(i) = self.labels.iter().position(|l| l.name == name) {
+            Action::Recode(i)
+        } else {
+            Action::Keep
+        }
+    }
+
+    /// The schema of the release for an input schema: QI columns become
+    /// `Dictionary(Int32, Utf8)`, identifying columns disappear, the rest is
+    /// unchanged.
+    pub fn output_schema(&self, input: &Schema) -> SchemaRef {
+        let fields: Vec<Field> = input
+            .fields()
+            .iter()
+            .filter_map(|f| match self.action(f.name()) {
+                Action::Drop => None,
+                Action::Keep => Some(f.as_ref().clone()),
+                Action::Recode(_) => Some(
+                    Field::new(
+                        f.name(),
+                        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                        false,
+                    )
+                    .with_metadata(f.metadata().clone()),
+                ),
+            })
+            .collect();
+        Arc::new(Schema::new_with_metadata(fields, input.metadata().clone()))
+    }
+
+    /// Recodes one input batch whose first row is input row `row_offset`.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the batch runs past the partition's rows.
+    pub fn recode(&self, batch: &RecordBatch, row_offset: usize) -> Result<RecordBatch> {
+        let n = batch.num_rows();
+        let groups = self
+            .group_of_row
+            .get(row_offset..row_offset + n)
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "batch rows {row_offset}..{} beyond the partition",
+                    row_offset + n
+                ))
+            })?;
+        let keep: Option<BooleanArray> = groups
+            .contains(&SUPPRESSED)
+            .then(|| groups.iter().map(|&g| Some(g != SUPPRESSED)).collect());
+        let schema = self.output_schema(batch.schema().as_ref());
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        for (f, array) in batch.schema().fields().iter().zip(batch.columns()) {
+            match self.action(f.name()) {
+                Action::Drop => {}
+                Action::Keep => columns.push(match &keep {
+                    Some(k) => filter(array, k)?,
+                    None => array.clone(),
+                }),
+                Action::Recode(i) => {
+                    let l = &self.labels[i];
+                    let keys: Int32Array = groups
+                        .iter()
+                        .filter(|&&g| g != SUPPRESSED)
+                        .map(|&g| l.key_of_group[g as usize])
+                        .collect();
+                    let dict = DictionaryArray::<Int32Type>::try_new(keys, l.values.clone())?;
+                    columns.push(Arc::new(dict) as ArrayRef);
+                }
+            }
+        }
+        let rows = keep.as_ref().map_or(n, |k| k.true_count());
+        Ok(RecordBatch::try_new_with_options(
+            schema,
+            columns,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
+    }
+
+    /// The number of input rows the recoder expects.
+    pub fn n_rows(&self) -> usize {
+        self.group_of_row.len()
+    }
+}
