@@ -52,11 +52,23 @@ impl QiColumn {
                 }
                 Cell::Node(node)
             }
-            (None, Kind::Numeric) => {
+            (None, _) => self.flexible_cell_of(std::iter::once(first).chain(codes)),
+        }
+    }
+
+    /// The tightest cell ignoring any hierarchy: the `[min-max]` range of a
+    /// numeric column, the value set of a categorical one. Local recoding
+    /// publishes numeric QIs this way even when they have an interval
+    /// hierarchy (which full-domain algorithms need).
+    pub fn flexible_cell_of(&self, codes: impl IntoIterator<Item = u32>) -> Cell {
+        let mut codes = codes.into_iter();
+        let first = codes.next().expect("a cell covers at least one value");
+        match self.kind() {
+            Kind::Numeric => {
                 let (lo, hi) = codes.fold((first, first), |(lo, hi), c| (lo.min(c), hi.max(c)));
                 Cell::Range { lo, hi }
             }
-            (None, Kind::Categorical) => {
+            Kind::Categorical => {
                 let mut set: Vec<u32> = std::iter::once(first).chain(codes).collect();
                 set.sort_unstable();
                 set.dedup();

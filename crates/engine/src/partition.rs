@@ -9,9 +9,21 @@ use rustc_hash::FxHashMap;
 
 use crate::encode::QiTable;
 use crate::generalise::{Cell, GeneralisedTuple};
+use crate::spec::Kind;
 
 /// Marks a suppressed row in [`Partition::group_of_row`].
 pub const SUPPRESSED: u32 = u32::MAX;
+
+/// How local recoding publishes numeric QIs that have an interval hierarchy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NumericCells {
+    /// The lowest common ancestor in the hierarchy, e.g. `[20-39]`.
+    #[default]
+    Hierarchy,
+    /// The group's own `[min-max]` range, e.g. `[31-35]` (tighter).
+    Ranges,
+}
 
 /// Groups of rows with their published tuples, plus suppressed rows.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +40,17 @@ impl Partition {
     ///
     /// Rows the table excludes (null policy) are suppressed whatever
     /// `group_of_row` says.
-    pub fn tightest(table: &QiTable, mut group_of_row: Vec<u32>) -> Self {
+    pub fn tightest(table: &QiTable, group_of_row: Vec<u32>) -> Self {
+        Self::tightest_with(table, group_of_row, NumericCells::Hierarchy)
+    }
+
+    /// [`Partition::tightest`], choosing how numeric QIs with an interval
+    /// hierarchy are published.
+    pub fn tightest_with(
+        table: &QiTable,
+        mut group_of_row: Vec<u32>,
+        numeric: NumericCells,
+    ) -> Self {
         for &r in table.excluded() {
             group_of_row[r as usize] = SUPPRESSED;
         }
@@ -51,7 +73,11 @@ impl Partition {
                 if rows.is_empty() {
                     cells.push(Cell::Suppressed);
                 } else {
-                    cells.push(col.cell_of(rows.iter().map(|&r| col.codes()[r as usize])));
+                    let codes = rows.iter().map(|&r| col.codes()[r as usize]);
+                    cells.push(match (numeric, col.kind()) {
+                        (NumericCells::Ranges, Kind::Numeric) => col.flexible_cell_of(codes),
+                        _ => col.cell_of(codes),
+                    });
                 }
             }
         }
