@@ -92,3 +92,18 @@ pub fn adult_table(qis: &[&str]) -> (JobSpec, QiTable) {
     let table = encode(&spec, &h, &adult_batches());
     (spec, table)
 }
+
+/// The first `n` rows of `batches`.
+pub fn first_rows(batches: Vec<RecordBatch>, n: usize) -> Vec<RecordBatch> {
+    let mut left = n;
+    let mut out = Vec::new();
+    for b in batches {
+        if left == 0 {
+            break;
+        }
+        let take = left.min(b.num_rows());
+        out.push(b.slice(0, take));
+        left -= take;
+    }
+    out
+}
