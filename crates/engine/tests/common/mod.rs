@@ -29,6 +29,24 @@ pub fn adult_batches() -> Vec<RecordBatch> {
         .unwrap()
 }
 
+/// The record batches of a Parquet file, by a path relative to the current
+/// directory or, failing that, to the repository root (as job files name it).
+pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
+    let direct = PathBuf::from(path);
+    let path = if direct.exists() {
+        direct
+    } else {
+        repo_root().join(path)
+    };
+    let file = std::fs::File::open(&path).expect("readable Parquet input");
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap()
+}
+
 /// The bundled Adult job (`configs/adult.toml`), with its hierarchy files
 /// loaded; `qis` restricts the quasi-identifiers (in the given order) when
 /// not empty.
