@@ -369,34 +369,30 @@ impl<'a> Clustering<'a> {
     fn join_leftovers(&mut self, leftovers: &[u32], budget: usize) -> Result<usize> {
         let mut unplaced = Vec::new();
         let class_of_row = self.classes.class_of_row();
-        let mut last_class = u32::MAX;
-        let mut by_group: Vec<(u64, u32)> = Vec::new();
         for &r in leftovers {
             let c = class_of_row[r as usize];
-            if c != last_class {
-                last_class = c;
-                let tables = self.distance.tables(
-                    self.table,
-                    &self.initial,
-                    self.classes.tuple(c as usize),
-                    self.k,
-                );
-                let classes = self.classes;
-                by_group = self
-                    .group_classes
-                    .par_iter()
-                    .enumerate()
-                    .map(|(g, members)| {
-                        let d = members
-                            .iter()
-                            .map(|&m| tables.distance(classes.tuple(m as usize)))
-                            .min()
-                            .unwrap_or(u64::MAX);
-                        (d, g as u32)
-                    })
-                    .collect();
-                by_group.par_sort_unstable();
-            }
+            // Recomputed for every row: an earlier leftover may have joined.
+            let tables = self.distance.tables(
+                self.table,
+                &self.initial,
+                self.classes.tuple(c as usize),
+                self.k,
+            );
+            let classes = self.classes;
+            let mut by_group: Vec<(u64, u32)> = self
+                .group_classes
+                .par_iter()
+                .enumerate()
+                .map(|(g, members)| {
+                    let d = members
+                        .iter()
+                        .map(|&m| tables.distance(classes.tuple(m as usize)))
+                        .min()
+                        .unwrap_or(u64::MAX);
+                    (d, g as u32)
+                })
+                .collect();
+            by_group.par_sort_unstable();
             let mut placed = false;
             for &(_, g) in &by_group {
                 let rows = &mut self.groups[g as usize];
