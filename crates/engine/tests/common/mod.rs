@@ -19,26 +19,13 @@ pub fn repo_root() -> PathBuf {
 
 /// The bundled Adult data as record batches.
 pub fn adult_batches() -> Vec<RecordBatch> {
-    let file = std::fs::File::open(repo_root().join("data/adult/adult.parquet"))
-        .expect("bundled adult.parquet");
-    ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap()
+    adult_batches_from("data/adult/adult.parquet")
 }
 
-/// The record batches of a Parquet file, by a path relative to the current
-/// directory or, failing that, to the repository root (as job files name it).
+/// The record batches of a Parquet file, its path relative to the
+/// repository root (or absolute).
 pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
-    let direct = PathBuf::from(path);
-    let path = if direct.exists() {
-        direct
-    } else {
-        repo_root().join(path)
-    };
-    let file = std::fs::File::open(&path).expect("readable Parquet input");
+    let file = std::fs::File::open(repo_root().join(path)).expect("readable Parquet input");
     ParquetRecordBatchReaderBuilder::try_new(file)
         .unwrap()
         .build()
