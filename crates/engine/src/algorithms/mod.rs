@@ -3,7 +3,11 @@
 //! Every algorithm reads the encoded table and its classes and returns a
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
 
+pub mod datafly;
+pub mod incognito;
+pub(crate) mod lattice;
 pub mod mondrian;
+pub mod sbc;
 
 use serde::Serialize;
 
@@ -49,7 +53,7 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 }
 
 /// Names of the registered algorithms.
-pub const NAMES: &[&str] = &["mondrian"];
+pub const NAMES: &[&str] = &["mondrian", "datafly", "incognito", "sbc"];
 
 /// The algorithm a job names, with its parameters parsed.
 ///
@@ -59,6 +63,9 @@ pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
+        "datafly" => Ok(Box::new(datafly::Datafly::from_params(a.params()?))),
+        "incognito" => Ok(Box::new(incognito::Incognito::from_params(a.params()?))),
+        "sbc" => Ok(Box::new(sbc::Sbc::from_params(a.params()?))),
         other => Err(Error::spec(
             "algorithm.name",
             format!(
