@@ -22,6 +22,9 @@ pub struct JobSpec {
     /// Where the release goes (interpreted by the front end).
     #[serde(default)]
     pub output: OutputSpec,
+    /// How to reach object storage (interpreted by the front end).
+    #[serde(default)]
+    pub storage: StorageSpec,
     /// Every column the job knows about. Columns of the input not listed here
     /// are insensitive and passed through unchanged.
     #[serde(default)]
@@ -46,6 +49,20 @@ pub struct InputSpec {
     pub delimiter: Option<String>,
     /// Whether the CSV has a header row, default true.
     pub header: Option<bool>,
+    /// CSV quote character (one character), default `"`.
+    #[serde(default)]
+    pub quote: Option<String>,
+    /// CSV escape character (one character); default none (a quote inside a
+    /// quoted field is doubled).
+    #[serde(default)]
+    pub escape: Option<String>,
+    /// CSV comment character (one character): lines starting with it are
+    /// skipped; default none.
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// CSV: number of rows read to infer the column types, default 10000.
+    #[serde(default)]
+    pub infer_rows: Option<usize>,
 }
 
 /// Output settings (read by the front end, not the engine).
@@ -54,6 +71,54 @@ pub struct InputSpec {
 pub struct OutputSpec {
     /// A path or URL.
     pub path: Option<String>,
+    /// Split the release into Parquet files of about this size (e.g.
+    /// `"256MB"`); the output path is then a directory (or prefix) of
+    /// `part-NNNNN.parquet` files. Default: one file.
+    #[serde(default)]
+    pub max_file_size: Option<String>,
+    /// Rows per Parquet row group, default 1048576 (a row group is also
+    /// closed at about 128 MiB).
+    #[serde(default)]
+    pub row_group_rows: Option<usize>,
+    /// zstd compression level (1..=22), default 3.
+    #[serde(default)]
+    pub compression_level: Option<i32>,
+    /// Replace an existing release, like `--overwrite`; default false.
+    #[serde(default)]
+    pub overwrite: Option<bool>,
+}
+
+/// Object storage settings (read by the front end, not the engine).
+/// Credentials never go here: they come from the usual AWS environment
+/// variables or profile files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSpec {
+    /// Endpoint of an S3-compatible store, e.g. `http://127.0.0.1:9000`;
+    /// default AWS (or `AWS_ENDPOINT_URL`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Region; default `AWS_REGION`/`AWS_DEFAULT_REGION`, the profile's, or
+    /// `us-east-1`.
+    #[serde(default)]
+    pub region: Option<String>,
+    /// Allow plain-HTTP endpoints (local test servers); default false.
+    #[serde(default)]
+    pub allow_http: Option<bool>,
+    /// Virtual-hosted-style requests (`bucket.endpoint/key`) instead of
+    /// path-style (`endpoint/bucket/key`); default false.
+    #[serde(default)]
+    pub virtual_hosted_style: Option<bool>,
+    /// AWS profile of the shared credentials and config files; default
+    /// `AWS_PROFILE` or `default`.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Retries of a failed request, default 3.
+    #[serde(default)]
+    pub max_retries: Option<usize>,
+    /// Timeout of one request in seconds, default 30.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
 }
 
 /// The role of a column in the job.

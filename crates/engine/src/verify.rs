@@ -141,7 +141,8 @@ fn check_classes<'a>(
 /// Checks released batches by their published labels: rows with identical
 /// QI labels form a class, and every class must satisfy every model.
 ///
-/// The QI and sensitive columns are found by the names in `spec`.
+/// The QI and sensitive columns are found by the names in `spec`. A front
+/// end that streams the release uses [`ReleaseVerifier`] instead.
 ///
 /// # Errors
 /// [`Error::Data`] when a column is missing; [`Error::VerificationFailed`]
@@ -151,17 +152,6 @@ pub fn verify_release(
     batches: &[RecordBatch],
     privacy: &Privacy,
 ) -> Result<Verified> {
-    let mut labels_only = spec.clone();
-    labels_only
-        .attributes
-        .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
-    for a in &mut labels_only.attributes {
-        a.kind = Some(Kind::Categorical);
-        a.hierarchy = None;
-        a.intervals = None;
-        a.cuts = None;
-        a.masking = false;
-    }
     let Some(first) = batches.first() else {
         return Ok(Verified {
             classes: 0,
@@ -171,21 +161,124 @@ pub fn verify_release(
             excluded_rows: 0,
         });
     };
-    let mut enc = Encoder::try_new(&labels_only, &FxHashMap::default(), first.schema().as_ref())?;
+    let mut verifier = ReleaseVerifier::try_new(spec, first.schema().as_ref())?;
     for b in batches {
-        enc.push(b)?;
+        verifier.push(b)?;
     }
-    let table: QiTable = enc.finish()?;
-    let classes = EquivalenceClasses::of(&table);
-    check_classes(&table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
-    Ok(Verified {
-        classes: classes.len(),
-        smallest_class: (0..classes.len())
-            .map(|c| classes.size(c))
-            .min()
-            .unwrap_or(0),
-        published_rows: table.n_rows(),
-        suppressed_rows: 0,
-        excluded_rows: 0,
-    })
+    verifier.finish(privacy)
+}
+
+/// [`verify_release`] for a release that streams by: push every released
+/// batch before it is committed, then [`ReleaseVerifier::finish`]. Only the
+/// QI and sensitive columns are kept (as codes of their labels), so memory
+/// is the working set of the check, not the release.
+#[derive(Debug)]
+pub struct ReleaseVerifier {
+    encoder: Encoder,
+}
+
+impl ReleaseVerifier {
+    /// Prepares the check of a release of `schema` (or of projections of it
+    /// that keep the QI and sensitive columns).
+    ///
+    /// # Errors
+    /// [`Error::Data`] when a QI or sensitive column is missing.
+    pub fn try_new(spec: &JobSpec, schema: &arrow::datatypes::Schema) -> Result<Self> {
+        let mut labels_only = spec.clone();
+        labels_only
+            .attributes
+            .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
+        for a in &mut labels_only.attributes {
+            a.kind = Some(Kind::Categorical);
+            a.hierarchy = None;
+            a.intervals = None;
+            a.cuts = None;
+            a.masking = false;
+        }
+        Ok(ReleaseVerifier {
+            encoder: Encoder::try_new(&labels_only, &FxHashMap::default(), schema)?,
+        })
+    }
+
+    /// Adds one released batch.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a null QI label (a release never has one).
+    pub fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.encoder.push(batch)
+    }
+
+    /// Checks every published class against the models.
+    ///
+    /// # Errors
+    /// [`Error::VerificationFailed`] when a class violates a model.
+    pub fn finish(self, privacy: &Privacy) -> Result<Verified> {
+        let table: QiTable = self.encoder.finish()?;
+        let classes = EquivalenceClasses::of(&table);
+        check_classes(&table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
+        Ok(Verified {
+            classes: classes.len(),
+            smallest_class: (0..classes.len())
+                .map(|c| classes.size(c))
+                .min()
+                .unwrap_or(0),
+            published_rows: table.n_rows(),
+            suppressed_rows: 0,
+            excluded_rows: 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn release(sex: &[&str], age: &[&str]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("sex", DataType::Utf8, false),
+            Field::new("age", DataType::Utf8, false),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from(sex.to_vec())) as ArrayRef,
+                Arc::new(StringArray::from(age.to_vec())) as ArrayRef,
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn streaming_verifier_sees_classes_across_batches() {
+        let spec: JobSpec = serde_json::from_str(
+            r#"{"attributes": [{"name": "sex", "role": "qi"}, {"name": "age", "role": "qi", "intervals": [10]}]}"#,
+        )
+        .unwrap();
+        let privacy = Privacy::k_anonymity(2);
+        // Each batch alone has classes of size 1; together every class has 2.
+        let a = release(&["M", "F"], &["[30-40[", "[20-30["]);
+        let b = release(&["F", "M"], &["[20-30[", "[30-40["]);
+        let mut v = ReleaseVerifier::try_new(&spec, &a.schema()).unwrap();
+        v.push(&a).unwrap();
+        v.push(&b).unwrap();
+        let ok = v.finish(&privacy).unwrap();
+        assert_eq!(
+            (ok.classes, ok.smallest_class, ok.published_rows),
+            (2, 2, 4)
+        );
+        assert_eq!(
+            verify_release(&spec, &[a.clone(), b], &privacy).unwrap(),
+            ok
+        );
+        let mut v = ReleaseVerifier::try_new(&spec, &a.schema()).unwrap();
+        v.push(&a).unwrap();
+        let err = v.finish(&privacy).unwrap_err();
+        assert!(matches!(err, Error::VerificationFailed(_)), "{err}");
+        assert!(err.to_string().contains("2 published classes"), "{err}");
+    }
 }

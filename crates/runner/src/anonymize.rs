@@ -1,155 +1,290 @@
-//! `kanon anonymize`: read, encode, anonymise, verify, recode, verify the
-//! recoded release again by its labels, and only then write it.
+//! `kanon anonymize`: two passes over the input with bounded memory.
+//!
+//! 1. Pass 1 reads only the QI and sensitive columns (projection pushdown)
+//!    into the engine's [`Encoder`]; the algorithm computes a partition and
+//!    the engine verifies it against the privacy model (fail closed).
+//! 2. Pass 2 streams every column batch by batch through the [`Recoder`]
+//!    (input row order, passed-through columns untouched) into the release
+//!    writer, and through a [`ReleaseVerifier`] that checks the published
+//!    labels again.
+//!
+//! Only when both checks passed and every row is accounted for (published or
+//! counted as suppressed) is the release committed (rename, or completion of
+//! the multipart uploads). Memory is the QI working set plus a few batches,
+//! whatever the number of other columns.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use kanon_engine::encode::Encoder;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::Recoder;
-use kanon_engine::verify::verify_release;
+use kanon_engine::spec::JobSpec;
+use kanon_engine::verify::ReleaseVerifier;
+use kanon_engine::Error;
 
 use crate::config::Job;
-use crate::{io, JobArgs};
+use crate::dataset::Dataset;
+use crate::exit::Failure;
+use crate::ops::{barrier, check_interrupt, Ui};
+use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
+use crate::storage::{Location, Storage};
+use crate::JobArgs;
 
 /// Arguments of `kanon anonymize`.
 #[derive(Debug, Args)]
 pub struct AnonymizeArgs {
     #[command(flatten)]
     job: JobArgs,
-    /// Read this file instead of `input.path`.
-    #[arg(long)]
-    input: Option<PathBuf>,
-    /// Write the release here instead of `output.path`.
+    /// Read this path or URL instead of `input.path` (a file, a directory,
+    /// a glob, or an s3:// object or prefix).
+    #[arg(long, short = 'i')]
+    input: Option<String>,
+    /// Write the release here instead of `output.path` (a path or s3:// URL).
     #[arg(long, short = 'o')]
-    output: Option<PathBuf>,
+    output: Option<String>,
     /// Replace an existing release.
     #[arg(long)]
     overwrite: bool,
-    /// Also write every metric, the verification result and the timings as JSON.
+    /// Split the release into files of about this size, e.g. 256MB (the
+    /// output is then a directory or prefix); `output.max_file_size`.
+    #[arg(long, value_name = "SIZE")]
+    max_file_size: Option<String>,
+    /// Check the job, the schema, the hierarchies and the data against the
+    /// input (pass 1), without running the algorithm or writing anything.
     #[arg(long)]
-    metrics_json: Option<PathBuf>,
-    /// Print nothing on success.
-    #[arg(long, short = 'q')]
-    quiet: bool,
+    dry_run: bool,
+    /// Also write every metric, the verification result and the timings as JSON.
+    #[arg(long, value_name = "FILE")]
+    metrics_json: Option<std::path::PathBuf>,
+}
+
+/// The QI and sensitive columns of a job (what pass 1 reads).
+fn working_columns(spec: &JobSpec) -> Vec<String> {
+    spec.quasi_identifiers()
+        .chain(spec.sensitive())
+        .map(|a| a.name.clone())
+        .collect()
 }
 
 /// Runs `kanon anonymize`.
-pub fn run(args: &AnonymizeArgs) -> Result<ExitCode> {
+pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let start = Instant::now();
-    let job = Job::load(&args.job)?;
+    let mut job_args = args.job.clone();
+    if let Some(s) = &args.max_file_size {
+        job_args.set.push(format!("output.max_file_size={s:?}"));
+    }
+    let job = Job::load(&job_args)?;
     let spec = &job.spec;
+    let storage = Storage::new(&spec.storage);
     let input = job.input(args.input.as_deref())?;
-    let output = match (&args.output, spec.output.path.as_deref()) {
-        (Some(o), _) => o.clone(),
-        (None, Some(o)) => job.resolve_output(o),
-        (None, None) => bail!(
-            "no output: set `output.path` in {} or pass --output",
-            job.path.display()
-        ),
+    let output = job.output(args.output.as_deref())?;
+    if input == output {
+        return Err(Failure::bad_input(format!(
+            "output {output} is the input; choose another --output"
+        ))
+        .into());
+    }
+    let overwrite = args.overwrite || spec.output.overwrite.unwrap_or(false);
+    let max_file_bytes = spec
+        .output
+        .max_file_size
+        .as_deref()
+        .map(|s| parse_size("output.max_file_size", s))
+        .transpose()?;
+    let options = ReleaseOptions {
+        max_file_bytes,
+        row_group_rows: spec.output.row_group_rows.unwrap_or(1 << 20),
+        zstd_level: spec.output.compression_level.unwrap_or(3),
+        overwrite,
+        metadata: Vec::new(),
     };
-    if output.exists() && !args.overwrite {
-        bail!(
-            "output {} already exists; pass --overwrite to replace it or choose another --output",
-            output.display()
-        );
-    }
+    // Fail before any reading when the release may not be written.
+    crate::release::check_destination(&storage, &output, max_file_bytes.is_some(), overwrite)?;
+
     let t = Instant::now();
-    let table = io::read(&input, &spec.input)?;
-    let read_s = t.elapsed().as_secs_f64();
-    let rows_in = table.num_rows();
+    let dataset = Dataset::open(&storage, &input, &spec.input)?;
+    let fits = |r: Result<(), Error>| {
+        r.with_context(|| format!("input {input} does not fit job {}", job.path.display()))
+    };
+    // Pass 1: the QI and sensitive columns only.
+    let mut encoder = None;
+    fits(Encoder::try_new(spec, &job.hierarchies, &dataset.schema).map(|e| encoder = Some(e)))?;
+    let mut encoder = encoder.expect("encoder");
+    let projection = dataset.projection(&working_columns(spec));
+    let bar = ui.bar("pass 1/2", dataset.rows);
+    let mut scan = dataset.scan(&storage, Some(projection), true);
+    for batch in scan.by_ref() {
+        check_interrupt()?;
+        let batch = batch?;
+        fits(encoder.push(&batch))?;
+        bar.inc(batch.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    let rows_in = scan.rows();
+    let fingerprint = dataset.fingerprint(scan.csv_hash());
+    drop(scan);
     if rows_in == 0 {
-        bail!(
-            "input {} has no rows: there is nothing to anonymise",
-            input.display()
-        );
+        return Err(Failure::bad_input(format!(
+            "input {input} has no rows: there is nothing to anonymise"
+        ))
+        .into());
     }
-    let t = Instant::now();
-    let qi = (|| {
-        let mut enc = Encoder::try_new(spec, &job.hierarchies, &table.schema)?;
-        for b in &table.batches {
-            enc.push(b)?;
-        }
-        enc.finish()
-    })()
-    .with_context(|| {
-        format!(
-            "input {} does not fit job {}",
-            input.display(),
-            job.path.display()
-        )
-    })?;
-    let encode_s = t.elapsed().as_secs_f64();
+    let qi = encoder
+        .finish()
+        .with_context(|| format!("input {input} does not fit job {}", job.path.display()))?;
+    let read_s = t.elapsed().as_secs_f64();
+    tracing::info!(
+        rows = rows_in,
+        files = dataset.n_files(),
+        seconds = read_s,
+        "pass 1 done"
+    );
     let privacy = Privacy::from_spec(spec)?;
-    let result =
-        kanon_engine::pipeline::anonymize_with(spec, &qi, &privacy).with_context(|| {
+    let unsatisfiable = |e: Error| {
+        let hint = matches!(e, Error::Unsatisfiable(_)).then(|| {
             format!(
-                "anonymising {} with {}",
-                input.display(),
-                spec.algorithm.name
+                " (settings `privacy.k` = {}, `privacy.suppression_limit` = {} in {})",
+                spec.privacy.k,
+                spec.suppression_limit(),
+                job.path.display()
             )
-        })?;
+        });
+        anyhow::Error::new(e).context(format!(
+            "anonymising {input} with {}{}",
+            spec.algorithm.name,
+            hint.unwrap_or_default()
+        ))
+    };
+    privacy.check_feasible(&qi).map_err(unsatisfiable)?;
+
+    if args.dry_run {
+        // The algorithm must exist and accept its parameters.
+        kanon_engine::algorithms::by_name(spec).map_err(unsatisfiable)?;
+        if !ui.quiet {
+            println!("kanon anonymize --dry-run: {input} -> {output}");
+            println!(
+                "  input         {} file(s), {}, {} rows, {} columns",
+                dataset.n_files(),
+                dataset.format.name(),
+                rows_in,
+                dataset.schema.fields().len()
+            );
+            println!(
+                "  job           {} ({}), {} quasi-identifiers checked against their hierarchies",
+                spec.algorithm.name,
+                privacy.describe(),
+                qi.n_qi()
+            );
+            println!("  ok            nothing was written");
+        }
+        tracing::info!(input = %input, rows = rows_in, "dry run passed");
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let result =
+        kanon_engine::pipeline::anonymize_with(spec, &qi, &privacy).map_err(unsatisfiable)?;
+    check_interrupt()?;
+    tracing::info!(
+        algorithm = %result.algorithm,
+        seconds = result.timings.algorithm.as_secs_f64(),
+        classes = result.report.classes,
+        "partition computed and verified"
+    );
+
+    // Pass 2: every column, recoded batch by batch.
     let t = Instant::now();
     let recoder = Recoder::new(spec, &qi, &result.partition);
-    let out_schema = recoder.output_schema(&table.schema);
-    let mut offset = 0;
-    let mut released = Vec::with_capacity(table.batches.len());
-    for b in &table.batches {
-        released.push(recoder.recode(b, offset)?);
-        offset += b.num_rows();
+    drop(qi);
+    let out_schema = recoder.output_schema(&dataset.schema);
+    let mut options = options;
+    options.metadata = provenance(spec, &result, rows_in, fingerprint.as_deref());
+    let mut verifier =
+        ReleaseVerifier::try_new(spec, &out_schema).context("cannot check the release")?;
+    dataset.check_unchanged(&storage)?;
+    barrier("between-passes")?;
+    let mut writer = ReleaseWriter::create(&storage, output.clone(), out_schema, options)?;
+    let bar = ui.bar("pass 2/2", Some(rows_in));
+    let mut offset = 0usize;
+    for batch in dataset.scan(&storage, None, false) {
+        check_interrupt()?;
+        let batch = batch?;
+        if offset + batch.num_rows() > recoder.n_rows() {
+            return Err(changed(&input, rows_in, offset + batch.num_rows()));
+        }
+        let released = recoder.recode(&batch, offset)?;
+        offset += batch.num_rows();
+        verifier.push(&released)?;
+        writer.write(&released)?;
+        bar.inc(batch.num_rows() as u64);
     }
-    let release_check = verify_release(spec, &released, &privacy)
+    bar.finish_and_clear();
+    if offset as u64 != rows_in {
+        return Err(changed(&input, rows_in, offset));
+    }
+    let release_check = verifier
+        .finish(&privacy)
         .context("the recoded release failed verification; nothing was written")?;
-    if release_check.published_rows != result.verified.published_rows {
-        bail!(kanon_engine::Error::Internal(format!(
-            "the recoded release holds {} rows but the partition publishes {}",
-            release_check.published_rows, result.verified.published_rows
-        )));
+    if release_check.published_rows != result.verified.published_rows
+        || release_check.published_rows as u64 + result.report.suppressed_rows as u64 != rows_in
+    {
+        return Err(Error::Internal(format!(
+            "the release holds {} rows and {} are suppressed, but the input has {rows_in} and the partition publishes {}",
+            release_check.published_rows, result.report.suppressed_rows, result.verified.published_rows
+        ))
+        .into());
     }
-    let recode_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let metadata = provenance(spec, &result, rows_in);
-    io::write_parquet_atomic(
-        &output,
-        out_schema,
-        released.into_iter().map(Ok),
-        metadata,
-        args.overwrite,
-    )?;
+    writer.close()?;
+    let rows_out = writer.rows();
+    let bytes_out = writer.bytes();
+    barrier("before-commit")?;
+    check_interrupt()?;
+    let files = writer.commit()?;
     let write_s = t.elapsed().as_secs_f64();
     let total_s = start.elapsed().as_secs_f64();
     let r = &result.report;
+    tracing::info!(
+        output = %output,
+        files = files.len(),
+        rows_in = rows_in,
+        rows_out = rows_out,
+        suppressed = r.suppressed_rows,
+        k_achieved = r.smallest_class,
+        ncp = r.ncp,
+        bytes = bytes_out,
+        seconds = total_s,
+        "release committed"
+    );
     if let Some(path) = &args.metrics_json {
         let json = serde_json::json!({
-            "input": input.display().to_string(),
-            "output": output.display().to_string(),
+            "input": input.to_string(),
+            "output": output.to_string(),
+            "files": files.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+            "input_fingerprint": fingerprint,
             "algorithm": result.algorithm,
             "privacy": privacy.describe(),
             "seed": spec.algorithm.seed,
             "report": r,
             "verified": result.verified,
+            "release_verified": release_check,
             "details": result.details,
             "timings_s": {
-                "read": read_s, "encode": encode_s,
+                "pass1_read_encode": read_s,
                 "classes": result.timings.classes.as_secs_f64(),
                 "algorithm": result.timings.algorithm.as_secs_f64(),
                 "verify": result.timings.verify.as_secs_f64(),
                 "metrics": result.timings.metrics.as_secs_f64(),
-                "recode_and_verify_release": recode_s, "write": write_s, "total": total_s,
+                "pass2_recode_verify_write": write_s,
+                "total": total_s,
             },
         });
         std::fs::write(path, serde_json::to_string_pretty(&json)?)
             .with_context(|| format!("cannot write metrics to {}", path.display()))?;
     }
-    if !args.quiet {
-        println!(
-            "kanon anonymize: {} -> {}",
-            input.display(),
-            output.display()
-        );
+    if !ui.quiet {
+        println!("kanon anonymize: {input} -> {output}");
         println!(
             "  algorithm     {} ({})",
             result.algorithm,
@@ -167,28 +302,38 @@ pub fn run(args: &AnonymizeArgs) -> Result<ExitCode> {
             "  loss          NCP {:.4}, granularity {:.4}, distortion ratio {:.4}",
             r.ncp, r.granularity, r.distortion_ratio
         );
+        if files.len() > 1 {
+            println!("  files         {} ({} bytes)", files.len(), bytes_out);
+        }
         println!(
-            "  time          {:.3} s (read {:.3}, encode {:.3}, algorithm {:.3}, verify {:.3}, recode {:.3}, write {:.3})",
+            "  time          {:.3} s (pass 1 {:.3}, algorithm {:.3}, verify {:.3}, pass 2 {:.3})",
             total_s,
             read_s,
-            encode_s,
             result.timings.algorithm.as_secs_f64(),
             result.timings.verify.as_secs_f64(),
-            recode_s,
             write_s
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// kanon's provenance for the release's key-value metadata.
+fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {
+    Failure::bad_input(format!(
+        "input {input} changed between the passes: pass 1 read {pass1} rows, pass 2 found {pass2} or more; nothing was written, run the job again"
+    ))
+    .into()
+}
+
+/// kanon's provenance for the release's key-value metadata. Deterministic:
+/// no times, no host names, no paths.
 fn provenance(
-    spec: &kanon_engine::spec::JobSpec,
+    spec: &JobSpec,
     result: &kanon_engine::Anonymization,
-    rows_in: usize,
+    rows_in: u64,
+    fingerprint: Option<&str>,
 ) -> Vec<(String, String)> {
     let r = &result.report;
-    vec![
+    let mut out = vec![
         ("kanon.version".into(), env!("CARGO_PKG_VERSION").into()),
         ("kanon.algorithm".into(), result.algorithm.clone()),
         (
@@ -215,5 +360,24 @@ fn provenance(
                 .collect::<Vec<_>>()
                 .join(","),
         ),
-    ]
+        (
+            "kanon.sensitive".into(),
+            spec.sensitive()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    ];
+    // l achieved, when the engine reports one (l-diversity jobs).
+    if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(r) {
+        for key in ["l_achieved", "smallest_l"] {
+            if let Some(v) = m.get(key) {
+                out.push((format!("kanon.{key}"), v.to_string()));
+            }
+        }
+    }
+    if let Some(f) = fingerprint {
+        out.push(("kanon.input.fingerprint".into(), f.to_string()));
+    }
+    out
 }

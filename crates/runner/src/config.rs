@@ -1,4 +1,16 @@
-//! Loading a job file and applying command-line overrides.
+//! Loading a job file, with overrides from `KANON_*` environment variables
+//! and the command line.
+//!
+//! Precedence, lowest first: the job file, then environment variables
+//! `KANON_<SECTION>_<KEY>` (sections `INPUT`, `OUTPUT`, `PRIVACY`,
+//! `ALGORITHM`, `STORAGE`; e.g. `KANON_PRIVACY_K=5`,
+//! `KANON_PRIVACY_SUPPRESSION_LIMIT=0.02`, `KANON_STORAGE_ENDPOINT=...`),
+//! then `--set section.key=value` and the dedicated flags (`--k`,
+//! `--algorithm`, `--seed`, `--suppression-limit`, `--s3-endpoint`, ...).
+//! Values are read as TOML (`5`, `0.02`, `true`, `[5, 10]`), else as a
+//! string. The overrides are applied to the TOML document before it is
+//! checked, so an unknown key or a bad value is reported like one written in
+//! the file, with where it came from.
 //!
 //! Relative paths in a job file (input, output, hierarchy files) are
 //! resolved against the current directory when they exist there, else
@@ -8,12 +20,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use kanon_engine::hierarchy::Hierarchy;
 use kanon_engine::spec::JobSpec;
 use rustc_hash::FxHashMap;
 
+use crate::exit::Failure;
+use crate::storage::Location;
 use crate::JobArgs;
+
+/// The sections of a job file that environment variables may override.
+pub const ENV_SECTIONS: [&str; 5] = ["input", "output", "privacy", "algorithm", "storage"];
 
 /// A loaded job: the spec, where its file lives, and its hierarchies.
 #[derive(Debug, Clone)]
@@ -26,28 +43,177 @@ pub struct Job {
     pub hierarchies: FxHashMap<String, Arc<Hierarchy>>,
 }
 
+/// One override: a dotted key, its value, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// `section.key`.
+    pub key: String,
+    /// The value as written.
+    pub value: String,
+    /// `KANON_PRIVACY_K`, `--set`, `--k`, ...
+    pub source: String,
+}
+
+/// The overrides given by `KANON_*` variables in `vars`.
+pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<Override> {
+    let mut out: Vec<Override> = vars
+        .filter_map(|(k, v)| {
+            let rest = k.strip_prefix("KANON_")?;
+            let (section, key) = rest.split_once('_')?;
+            let section = section.to_ascii_lowercase();
+            if !ENV_SECTIONS.contains(&section.as_str()) || key.is_empty() {
+                return None;
+            }
+            Some(Override {
+                key: format!("{section}.{}", key.to_ascii_lowercase()),
+                value: v,
+                source: k,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.source.cmp(&b.source));
+    out
+}
+
+/// Parses `--set key=value`.
+///
+/// # Errors
+/// A bad-input failure when there is no `=` or no section.
+pub fn parse_set(s: &str) -> Result<Override> {
+    let (k, v) = s.split_once('=').ok_or_else(|| {
+        Failure::bad_input(format!(
+            "--set `{s}`: write section.key=value, e.g. --set privacy.k=5"
+        ))
+    })?;
+    let k = k.trim();
+    if !k.contains('.') {
+        return Err(Failure::bad_input(format!(
+            "--set `{s}`: the key needs its section, e.g. privacy.{k}"
+        ))
+        .into());
+    }
+    Ok(Override {
+        key: k.to_string(),
+        value: v.to_string(),
+        source: "--set".into(),
+    })
+}
+
+/// A value as TOML when it parses as one (numbers, booleans, arrays), else
+/// as a string.
+fn toml_value(v: &str) -> toml::Value {
+    let parsed: Result<toml::Table, _> = format!("v = {v}").parse::<toml::Table>();
+    match parsed.ok().and_then(|mut t| t.remove("v")) {
+        Some(toml::Value::Datetime(_)) | None => toml::Value::String(v.to_string()),
+        Some(x) => x,
+    }
+}
+
+/// Applies overrides to a parsed job document.
+///
+/// # Errors
+/// A bad-input failure when a key runs into a value that is not a table.
+pub fn apply_overrides(doc: &mut toml::Table, overrides: &[Override]) -> Result<()> {
+    for o in overrides {
+        let mut parts: Vec<&str> = o.key.split('.').collect();
+        let last = parts.pop().expect("non-empty key");
+        let mut table = &mut *doc;
+        for p in parts {
+            let entry = table
+                .entry(p.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            table = entry.as_table_mut().ok_or_else(|| {
+                Failure::bad_input(format!(
+                    "{} sets `{}`, but `{p}` is not a section",
+                    o.source, o.key
+                ))
+            })?;
+        }
+        table.insert(last.to_string(), toml_value(&o.value));
+    }
+    Ok(())
+}
+
 impl Job {
-    /// Loads and validates a job file with overrides.
+    /// Loads and validates a job file with overrides from the environment
+    /// and the command line.
+    ///
+    /// # Errors
+    /// Bad-input failures naming the file, the setting and the override.
     pub fn load(args: &JobArgs) -> Result<Job> {
+        Self::load_with_env(args, std::env::vars())
+    }
+
+    /// [`Job::load`] with explicit environment variables.
+    ///
+    /// # Errors
+    /// As [`Job::load`].
+    pub fn load_with_env(
+        args: &JobArgs,
+        vars: impl Iterator<Item = (String, String)>,
+    ) -> Result<Job> {
         let path = args.config.clone();
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read job file {}", path.display()))?;
-        let mut spec: JobSpec = toml::from_str(&text)
-            .with_context(|| format!("job file {} is not a valid kanon job", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Failure::bad_input(format!(
+                "cannot read job file {}: {e}; check --config",
+                path.display()
+            ))
+        })?;
+        let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            Failure::bad_input(format!(
+                "job file {} is not valid TOML: {e}",
+                path.display()
+            ))
+        })?;
+        let mut overrides = env_overrides(vars);
+        for s in &args.set {
+            overrides.push(parse_set(s)?);
+        }
+        let flag = |key: &str, value: String, source: &str| Override {
+            key: key.into(),
+            value,
+            source: source.into(),
+        };
         if let Some(k) = args.k {
-            spec.privacy.k = k;
+            overrides.push(flag("privacy.k", k.to_string(), "--k"));
         }
         if let Some(a) = &args.algorithm {
-            spec.algorithm.name = a.clone();
+            // Quoted: an algorithm name is always a string.
+            overrides.push(flag("algorithm.name", format!("{a:?}"), "--algorithm"));
         }
         if let Some(s) = args.seed {
-            spec.algorithm.seed = s;
+            overrides.push(flag("algorithm.seed", s.to_string(), "--seed"));
         }
         if let Some(s) = args.suppression_limit {
-            spec.privacy.suppression_limit = Some(s);
+            overrides.push(flag(
+                "privacy.suppression_limit",
+                s.to_string(),
+                "--suppression-limit",
+            ));
         }
-        spec.validate()
-            .with_context(|| format!("in job file {}", path.display()))?;
+        overrides.extend(args.storage.overrides());
+        apply_overrides(&mut doc, &overrides)?;
+        let described: Vec<String> = overrides
+            .iter()
+            .map(|o| format!("{} ({})", o.key, o.source))
+            .collect();
+        let from = if described.is_empty() {
+            String::new()
+        } else {
+            format!(" with overrides {}", described.join(", "))
+        };
+        let spec: JobSpec = toml::Value::Table(doc)
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                Failure::bad_input(format!(
+                    "job file {}{from} is not a valid kanon job: {}",
+                    path.display(),
+                    e.to_string().trim_end()
+                ))
+            })?;
+        spec.validate().map_err(|e| {
+            Failure::bad_input(format!("in job file {}{from}: {e}", path.display()))
+        })?;
         let mut job = Job {
             spec,
             path,
@@ -60,15 +226,20 @@ impl Job {
             .collect();
         for (attribute, file, delimiter) in files {
             let resolved = job.resolve(&file);
-            let text = std::fs::read_to_string(&resolved).with_context(|| {
-                format!(
-                    "cannot read hierarchy file {} of attribute `{attribute}` (setting attributes.{attribute}.hierarchy in {})",
+            let text = std::fs::read_to_string(&resolved).map_err(|e| {
+                Failure::bad_input(format!(
+                    "cannot read hierarchy file {} of attribute `{attribute}` (setting `hierarchy` of attribute `{attribute}` in {}): {e}",
                     resolved.display(),
                     job.path.display()
-                )
+                ))
             })?;
             let h = Hierarchy::from_csv(&resolved.display().to_string(), &text, delimiter)
-                .with_context(|| format!("hierarchy of attribute `{attribute}`"))?;
+                .with_context(|| {
+                    format!(
+                        "hierarchy of attribute `{attribute}` (setting `hierarchy` in {})",
+                        job.path.display()
+                    )
+                })?;
             job.hierarchies.insert(file, Arc::new(h));
         }
         Ok(job)
@@ -83,7 +254,7 @@ impl Job {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         for base in [dir.to_path_buf(), dir.join("..")] {
             let candidate = base.join(p);
-            if candidate.exists() {
+            if candidate.exists() || has_glob(p) && candidate.parent().is_some_and(|d| d.exists()) {
                 return candidate;
             }
         }
@@ -114,15 +285,149 @@ impl Job {
         direct
     }
 
-    /// The input path (`input.path`, or the override).
-    pub fn input(&self, override_path: Option<&Path>) -> Result<PathBuf> {
+    /// The input location: `--input`, else `input.path` (resolved).
+    ///
+    /// # Errors
+    /// A bad-input failure when neither is given.
+    pub fn input(&self, override_path: Option<&str>) -> Result<Location> {
         match (override_path, self.spec.input.path.as_deref()) {
-            (Some(p), _) => Ok(p.to_path_buf()),
-            (None, Some(p)) => Ok(self.resolve(p)),
-            (None, None) => bail!(
+            (Some(p), _) => Location::parse(p),
+            (None, Some(p)) => match Location::parse(p)? {
+                Location::Local(_) => Ok(Location::Local(self.resolve(p))),
+                remote => Ok(remote),
+            },
+            (None, None) => Err(Failure::bad_input(format!(
                 "no input: set `input.path` in {} or pass --input",
                 self.path.display()
-            ),
+            ))
+            .into()),
         }
+    }
+
+    /// The output location: `--output`, else `output.path` (resolved).
+    ///
+    /// # Errors
+    /// A bad-input failure when neither is given.
+    pub fn output(&self, override_path: Option<&str>) -> Result<Location> {
+        match (override_path, self.spec.output.path.as_deref()) {
+            (Some(p), _) => Location::parse(p),
+            (None, Some(p)) => match Location::parse(p)? {
+                Location::Local(_) => Ok(Location::Local(self.resolve_output(p))),
+                remote => Ok(remote),
+            },
+            (None, None) => Err(Failure::bad_input(format!(
+                "no output: set `output.path` in {} or pass --output",
+                self.path.display()
+            ))
+            .into()),
+        }
+    }
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(config: &Path) -> JobArgs {
+        JobArgs {
+            config: config.to_path_buf(),
+            k: None,
+            algorithm: None,
+            seed: None,
+            suppression_limit: None,
+            set: Vec::new(),
+            storage: Default::default(),
+        }
+    }
+
+    fn job_file(dir: &Path) -> PathBuf {
+        let p = dir.join("job.toml");
+        std::fs::write(
+            &p,
+            "[privacy]\nk = 10\n[algorithm]\nname = \"mondrian\"\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n",
+        )
+        .unwrap();
+        p
+    }
+
+    #[test]
+    fn environment_then_command_line_override_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = job_file(dir.path());
+        let env = vec![
+            ("KANON_PRIVACY_K".to_string(), "5".to_string()),
+            (
+                "KANON_PRIVACY_SUPPRESSION_LIMIT".to_string(),
+                "0.02".to_string(),
+            ),
+            (
+                "KANON_STORAGE_ENDPOINT".to_string(),
+                "http://127.0.0.1:1".to_string(),
+            ),
+            ("KANON_TEST_BARRIER".to_string(), "ignored".to_string()),
+            ("OTHER".to_string(), "x".to_string()),
+        ];
+        let job = Job::load_with_env(&args(&p), env.clone().into_iter()).unwrap();
+        assert_eq!(job.spec.privacy.k, 5);
+        assert_eq!(job.spec.privacy.suppression_limit, Some(0.02));
+        assert_eq!(
+            job.spec.storage.endpoint.as_deref(),
+            Some("http://127.0.0.1:1")
+        );
+        let mut a = args(&p);
+        a.k = Some(7);
+        a.set = vec!["algorithm.seed=42".into(), "output.path=out.parquet".into()];
+        let job = Job::load_with_env(&a, env.into_iter()).unwrap();
+        assert_eq!(job.spec.privacy.k, 7);
+        assert_eq!(job.spec.algorithm.seed, 42);
+        assert_eq!(job.spec.output.path.as_deref(), Some("out.parquet"));
+    }
+
+    #[test]
+    fn bad_overrides_name_their_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = job_file(dir.path());
+        let env = vec![("KANON_PRIVACY_KK".to_string(), "5".to_string())];
+        let err = Job::load_with_env(&args(&p), env.into_iter())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("KANON_PRIVACY_KK") && err.contains("kk"),
+            "{err}"
+        );
+        let env = vec![("KANON_PRIVACY_K".to_string(), "many".to_string())];
+        let err = Job::load_with_env(&args(&p), env.into_iter())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("KANON_PRIVACY_K") && err.contains("privacy.k"),
+            "{err}"
+        );
+        let mut a = args(&p);
+        a.set = vec!["k=5".into()];
+        let err = Job::load_with_env(&a, std::iter::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("privacy.k"), "{err}");
+    }
+
+    #[test]
+    fn values_are_toml_or_strings() {
+        assert_eq!(toml_value("5"), toml::Value::Integer(5));
+        assert_eq!(toml_value("true"), toml::Value::Boolean(true));
+        assert_eq!(
+            toml_value("mondrian"),
+            toml::Value::String("mondrian".into())
+        );
+        assert_eq!(
+            toml_value("2024-01-01"),
+            toml::Value::String("2024-01-01".into())
+        );
+        assert_eq!(toml_value(";"), toml::Value::String(";".into()));
+        assert!(matches!(toml_value("[5, 10]"), toml::Value::Array(_)));
     }
 }

@@ -1,4 +1,5 @@
-//! `kanon`: anonymise Parquet and CSV tables from a job file.
+//! `kanon`: anonymise Parquet and CSV tables from a job file, on local disk
+//! or S3.
 //!
 //! Thin wiring: commands live in their own modules and drive the engine's
 //! pipeline; errors are reported with their chain and mapped to exit codes
@@ -6,8 +7,12 @@
 
 mod anonymize;
 mod config;
+mod dataset;
 mod exit;
-mod io;
+mod inspect;
+mod ops;
+mod release;
+mod storage;
 mod verify;
 
 use std::path::PathBuf;
@@ -15,10 +20,23 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::config::Override;
+use crate::ops::{LogFormat, Ui};
+
 /// kanon: k-anonymity and l-diversity for tabular data.
 #[derive(Debug, Parser)]
 #[command(name = "kanon", version, about, long_about = None)]
 struct Cli {
+    /// Print nothing but errors (no summary, no progress).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
+    /// More log detail on stderr: -v info, -vv debug, -vvv trace.
+    #[arg(long, short = 'v', action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Log format on stderr: `text`, or `json` (one object per line, for
+    /// schedulers; the summary is logged too).
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -29,6 +47,8 @@ enum Command {
     Anonymize(anonymize::AnonymizeArgs),
     /// Re-check a published release against the job's privacy model.
     Verify(verify::VerifyArgs),
+    /// Show a dataset's schema, row count and, given QIs, its current risk.
+    Inspect(inspect::InspectArgs),
 }
 
 /// Options shared by every command that reads a job file.
@@ -49,19 +69,93 @@ pub struct JobArgs {
     /// Override `privacy.suppression_limit` (share of rows, 0..1).
     #[arg(long)]
     pub suppression_limit: Option<f64>,
+    /// Override any setting: `--set section.key=value` (repeatable), e.g.
+    /// `--set output.max_file_size=256MB`. Also `KANON_SECTION_KEY=value`
+    /// environment variables (lower precedence than the command line).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+/// Object storage settings on the command line (override `[storage]`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct StorageArgs {
+    /// Endpoint of an S3-compatible store, e.g. http://127.0.0.1:9000
+    /// (`storage.endpoint`).
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// S3 region (`storage.region`).
+    #[arg(long, value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// Allow plain-HTTP endpoints, for local test servers
+    /// (`storage.allow_http`).
+    #[arg(long)]
+    pub s3_allow_http: bool,
+    /// Virtual-hosted-style requests (bucket in the host name) instead of
+    /// path-style (`storage.virtual_hosted_style`).
+    #[arg(long)]
+    pub s3_virtual_hosted_style: bool,
+    /// AWS profile of ~/.aws/credentials and ~/.aws/config
+    /// (`storage.profile`; default AWS_PROFILE or `default`).
+    #[arg(long, value_name = "NAME")]
+    pub aws_profile: Option<String>,
+}
+
+impl StorageArgs {
+    /// The settings given, as overrides of `storage.*`.
+    pub fn overrides(&self) -> Vec<Override> {
+        let mut out = Vec::new();
+        let mut add = |key: &str, value: String, source: &str| {
+            out.push(Override {
+                key: format!("storage.{key}"),
+                value,
+                source: source.into(),
+            })
+        };
+        if let Some(e) = &self.s3_endpoint {
+            add("endpoint", format!("{e:?}"), "--s3-endpoint");
+        }
+        if let Some(r) = &self.s3_region {
+            add("region", format!("{r:?}"), "--s3-region");
+        }
+        if self.s3_allow_http {
+            add("allow_http", "true".into(), "--s3-allow-http");
+        }
+        if self.s3_virtual_hosted_style {
+            add(
+                "virtual_hosted_style",
+                "true".into(),
+                "--s3-virtual-hosted-style",
+            );
+        }
+        if let Some(p) = &self.aws_profile {
+            add("profile", format!("{p:?}"), "--aws-profile");
+        }
+        out
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let ui = Ui::init(cli.quiet, cli.verbose, cli.log_format);
+    ops::install_interrupts();
     let result = match cli.command {
-        Command::Anonymize(args) => anonymize::run(&args),
-        Command::Verify(args) => verify::run(&args),
+        Command::Anonymize(args) => anonymize::run(&args, &ui),
+        Command::Verify(args) => verify::run(&args, &ui),
+        Command::Inspect(args) => inspect::run(&args, &ui),
     };
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
-            exit::code_of(&err)
+            let code = exit::code_of(&err);
+            match ui.format {
+                LogFormat::Text => eprintln!("error: {err:#}"),
+                LogFormat::Json => {
+                    tracing::error!(exit_code = code, error = %format!("{err:#}"), "failed")
+                }
+            }
+            ExitCode::from(code)
         }
     }
 }

@@ -1,54 +1,80 @@
 //! `kanon verify`: re-check a published release against the job's privacy
 //! model, by the published labels alone. Exit 0 when it holds, 1 when not.
+//!
+//! The release may be a file, a directory or glob of parts, or an s3://
+//! object or prefix; only its QI and sensitive columns are read.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
-use kanon_engine::verify::verify_release;
+use kanon_engine::verify::ReleaseVerifier;
 use kanon_engine::Error;
 
 use crate::config::Job;
-use crate::{exit, io, JobArgs};
+use crate::dataset::Dataset;
+use crate::ops::{check_interrupt, Ui};
+use crate::storage::{Location, Storage};
+use crate::{exit, JobArgs};
 
 /// Arguments of `kanon verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     #[command(flatten)]
     job: JobArgs,
-    /// The release to check (Parquet or CSV).
+    /// The release to check (Parquet or CSV; a path, directory, glob or
+    /// s3:// URL).
     #[arg(long, short = 'i')]
-    input: PathBuf,
+    input: String,
 }
 
 /// Runs `kanon verify`.
-pub fn run(args: &VerifyArgs) -> Result<ExitCode> {
+pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     let job = Job::load(&args.job)?;
     let privacy = Privacy::from_spec(&job.spec)?;
-    let table = io::read(&args.input, &InputSpec::default())?;
-    match verify_release(&job.spec, &table.batches, &privacy) {
+    let storage = Storage::new(&job.spec.storage);
+    let location = Location::parse(&args.input)?;
+    let dataset = Dataset::open(&storage, &location, &InputSpec::default())?;
+    let mut columns: Vec<String> = job
+        .spec
+        .quasi_identifiers()
+        .chain(job.spec.sensitive())
+        .map(|a| a.name.clone())
+        .collect();
+    columns.dedup();
+    let mut verifier = ReleaseVerifier::try_new(&job.spec, &dataset.schema)
+        .with_context(|| format!("cannot check release {location}"))?;
+    let bar = ui.bar("verify", dataset.rows);
+    for batch in dataset.scan(&storage, Some(dataset.projection(&columns)), false) {
+        check_interrupt()?;
+        let batch = batch?;
+        verifier
+            .push(&batch)
+            .with_context(|| format!("cannot check release {location}"))?;
+        bar.inc(batch.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    match verifier.finish(&privacy) {
         Ok(v) => {
-            println!(
-                "{}: satisfies {} ({} rows in {} classes, smallest {})",
-                args.input.display(),
-                privacy.describe(),
-                v.published_rows,
-                v.classes,
-                v.smallest_class
-            );
+            if !ui.quiet {
+                println!(
+                    "{location}: satisfies {} ({} rows in {} classes, smallest {})",
+                    privacy.describe(),
+                    v.published_rows,
+                    v.classes,
+                    v.smallest_class
+                );
+            }
+            tracing::info!(release = %location, rows = v.published_rows, classes = v.classes, smallest = v.smallest_class, "release verified");
             Ok(ExitCode::SUCCESS)
         }
         Err(Error::VerificationFailed(msg)) => {
-            println!(
-                "{}: does NOT satisfy {}: {msg}",
-                args.input.display(),
-                privacy.describe()
-            );
+            println!("{location}: does NOT satisfy {}: {msg}", privacy.describe());
+            tracing::warn!(release = %location, "release does not satisfy the privacy model");
             Ok(ExitCode::from(exit::VERIFY_FAILED))
         }
-        Err(e) => Err(e).with_context(|| format!("cannot check release {}", args.input.display())),
+        Err(e) => Err(e).with_context(|| format!("cannot check release {location}")),
     }
 }

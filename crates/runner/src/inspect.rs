@@ -1,0 +1,301 @@
+//! `kanon inspect`: a dataset's schema and row count and, given its
+//! quasi-identifiers, its re-identification risk before anonymisation: the
+//! equivalence classes of the raw QI values, the smallest one, the unique
+//! rows, and the rows in classes smaller than k.
+//!
+//! Prints names, types and counts only, never a record value.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use kanon_engine::encode::{Encoder, EquivalenceClasses};
+use kanon_engine::spec::{AttributeSpec, InputSpec, JobSpec, Kind, NullPolicy, Role, StorageSpec};
+use serde::Serialize;
+
+use crate::config::Job;
+use crate::dataset::Dataset;
+use crate::exit::Failure;
+use crate::ops::{check_interrupt, Ui};
+use crate::storage::{Location, Storage};
+use crate::StorageArgs;
+
+/// Arguments of `kanon inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The dataset: a Parquet or CSV file, a directory, a glob, or an s3://
+    /// object or prefix.
+    file: String,
+    /// Quasi-identifiers to measure the risk of (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    qi: Vec<String>,
+    /// Take the quasi-identifiers, CSV and storage settings from this job.
+    #[arg(long, short = 'c')]
+    config: Option<std::path::PathBuf>,
+    /// k for "rows at risk" (rows in classes smaller than k); default the
+    /// job's k, else 2, 5 and 10.
+    #[arg(long)]
+    k: Vec<usize>,
+    /// Input format (`parquet` or `csv`), default from the file extension.
+    #[arg(long)]
+    format: Option<String>,
+    /// CSV delimiter, e.g. ';'.
+    #[arg(long)]
+    delimiter: Option<String>,
+    /// The CSV file has no header row.
+    #[arg(long)]
+    no_header: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    storage: StorageArgs,
+}
+
+#[derive(Debug, Serialize)]
+struct Column {
+    name: String,
+    #[serde(rename = "type")]
+    data_type: String,
+    nullable: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct AtRisk {
+    k: usize,
+    classes: usize,
+    rows: usize,
+    share: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Risk {
+    quasi_identifiers: Vec<String>,
+    classes: usize,
+    smallest_class: usize,
+    unique_rows: usize,
+    rows_with_null_qi: usize,
+    at_risk: Vec<AtRisk>,
+}
+
+#[derive(Debug, Serialize)]
+struct Inspection {
+    input: String,
+    format: &'static str,
+    files: usize,
+    bytes: u64,
+    rows: u64,
+    columns: Vec<Column>,
+    risk: Option<Risk>,
+}
+
+/// Runs `kanon inspect`.
+pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
+    let (mut input_spec, mut storage_spec, mut qis, mut ks) = match &args.config {
+        Some(c) => {
+            let job = Job::load(&crate::JobArgs {
+                config: c.clone(),
+                k: None,
+                algorithm: None,
+                seed: None,
+                suppression_limit: None,
+                set: Vec::new(),
+                storage: args.storage.clone(),
+            })?;
+            let qis: Vec<String> = job
+                .spec
+                .quasi_identifiers()
+                .map(|a| a.name.clone())
+                .collect();
+            (
+                job.spec.input,
+                job.spec.storage,
+                qis,
+                vec![job.spec.privacy.k],
+            )
+        }
+        None => (
+            InputSpec::default(),
+            StorageSpec::default(),
+            Vec::new(),
+            Vec::new(),
+        ),
+    };
+    if args.config.is_none() {
+        let mut doc = toml::Table::new();
+        crate::config::apply_overrides(&mut doc, &args.storage.overrides())?;
+        if let Some(t) = doc.remove("storage") {
+            storage_spec = t.try_into().context("storage settings")?;
+        }
+    }
+    if !args.qi.is_empty() {
+        qis = args.qi.iter().map(|q| q.trim().to_string()).collect();
+    }
+    if !args.k.is_empty() {
+        ks = args.k.clone();
+    }
+    if ks.is_empty() {
+        ks = vec![2, 5, 10];
+    }
+    if ks.contains(&0) {
+        return Err(Failure::bad_input("--k must be at least 1").into());
+    }
+    if args.format.is_some() {
+        input_spec.format = args.format.clone();
+    }
+    if args.delimiter.is_some() {
+        input_spec.delimiter = args.delimiter.clone();
+    }
+    if args.no_header {
+        input_spec.header = Some(false);
+    }
+    let storage = Storage::new(&storage_spec);
+    let location = Location::parse(&args.file)?;
+    let dataset = Dataset::open(&storage, &location, &input_spec)?;
+    let columns = dataset
+        .schema
+        .fields()
+        .iter()
+        .map(|f| Column {
+            name: f.name().clone(),
+            data_type: f.data_type().to_string(),
+            nullable: f.is_nullable(),
+        })
+        .collect();
+    let mut risk = None;
+    let rows;
+    if qis.is_empty() {
+        rows = match dataset.rows {
+            Some(r) => r,
+            None => {
+                // CSV: count by scanning the narrowest projection.
+                let mut n = 0;
+                for b in dataset.scan(&storage, Some(vec![0]), false) {
+                    check_interrupt()?;
+                    n += b?.num_rows() as u64;
+                }
+                n
+            }
+        };
+    } else {
+        // The raw values of each QI, as categories; nulls counted apart.
+        let spec = JobSpec {
+            attributes: qis
+                .iter()
+                .map(|q| AttributeSpec {
+                    name: q.clone(),
+                    role: Role::QuasiIdentifier,
+                    kind: Some(Kind::Categorical),
+                    hierarchy: None,
+                    hierarchy_delimiter: None,
+                    intervals: None,
+                    cuts: None,
+                    masking: false,
+                    weight: None,
+                    nulls: NullPolicy::Suppress,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut encoder = Encoder::try_new(&spec, &Default::default(), &dataset.schema)
+            .with_context(|| format!("--qi does not fit {location}"))?;
+        let bar = ui.bar("inspect", dataset.rows);
+        for b in dataset.scan(&storage, Some(dataset.projection(&qis)), false) {
+            check_interrupt()?;
+            let b = b?;
+            encoder.push(&b)?;
+            bar.inc(b.num_rows() as u64);
+        }
+        bar.finish_and_clear();
+        let table = encoder.finish()?;
+        rows = table.n_rows() as u64;
+        let classes = EquivalenceClasses::of(&table);
+        let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
+        let active = sizes.iter().sum::<usize>().max(1) as f64;
+        risk = Some(Risk {
+            quasi_identifiers: qis.clone(),
+            classes: sizes.len(),
+            smallest_class: sizes.iter().copied().min().unwrap_or(0),
+            unique_rows: sizes.iter().filter(|&&s| s == 1).count(),
+            rows_with_null_qi: table.excluded().len(),
+            at_risk: ks
+                .iter()
+                .map(|&k| {
+                    let small: Vec<usize> = sizes.iter().copied().filter(|&s| s < k).collect();
+                    let rows: usize = small.iter().sum();
+                    AtRisk {
+                        k,
+                        classes: small.len(),
+                        rows,
+                        share: rows as f64 / active,
+                    }
+                })
+                .collect(),
+        });
+    }
+    let report = Inspection {
+        input: location.to_string(),
+        format: dataset.format.name(),
+        files: dataset.n_files(),
+        bytes: dataset.bytes,
+        rows,
+        columns,
+        risk,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{}: {} file(s), {}, {} bytes, {} rows, {} columns",
+        report.input,
+        report.files,
+        report.format,
+        report.bytes,
+        report.rows,
+        report.columns.len()
+    );
+    let width = report
+        .columns
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0);
+    for c in &report.columns {
+        println!(
+            "  {:width$}  {}{}",
+            c.name,
+            c.data_type,
+            if c.nullable { "" } else { " not null" }
+        );
+    }
+    if let Some(r) = &report.risk {
+        println!(
+            "risk for quasi-identifiers [{}]:",
+            r.quasi_identifiers.join(", ")
+        );
+        println!(
+            "  classes {}, smallest {}, unique rows {} ({:.2} %)",
+            r.classes,
+            r.smallest_class,
+            r.unique_rows,
+            100.0 * r.unique_rows as f64 / (report.rows as f64).max(1.0)
+        );
+        if r.rows_with_null_qi > 0 {
+            println!(
+                "  rows with a null quasi-identifier: {}",
+                r.rows_with_null_qi
+            );
+        }
+        for a in &r.at_risk {
+            println!(
+                "  k = {:<4} {} rows at risk ({:.2} %) in {} classes smaller than k",
+                a.k,
+                a.rows,
+                100.0 * a.share,
+                a.classes
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

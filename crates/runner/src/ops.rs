@@ -1,0 +1,157 @@
+//! Operability: logs (`-v`, `--log-format json`), progress bars on a
+//! terminal, and interrupts (Ctrl-C, SIGTERM) that stop a job before it
+//! commits anything.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::exit::{Failure, INTERRUPTED};
+
+/// How logs are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (for schedulers).
+    Json,
+}
+
+/// Output settings shared by every command.
+#[derive(Debug, Clone, Copy)]
+pub struct Ui {
+    /// Print nothing but errors.
+    pub quiet: bool,
+    /// Log format.
+    pub format: LogFormat,
+    /// Whether progress bars are drawn.
+    pub progress: bool,
+}
+
+impl Ui {
+    /// Sets up logging: warnings by default (info with JSON logs), more per
+    /// `-v`; and progress bars when stderr is a terminal.
+    pub fn init(quiet: bool, verbose: u8, format: LogFormat) -> Ui {
+        use tracing::Level;
+        let base = match format {
+            LogFormat::Text => 0,
+            LogFormat::Json => 1,
+        };
+        let level = if quiet {
+            Level::ERROR
+        } else {
+            match base + verbose {
+                0 => Level::WARN,
+                1 => Level::INFO,
+                2 => Level::DEBUG,
+                _ => Level::TRACE,
+            }
+        };
+        let builder = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_max_level(level)
+            .with_target(verbose >= 2);
+        let _ = match format {
+            LogFormat::Text => builder
+                .with_ansi(std::io::stderr().is_terminal())
+                .without_time()
+                .try_init(),
+            LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        };
+        Ui {
+            quiet,
+            format,
+            progress: !quiet && format == LogFormat::Text && std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// A progress bar for a pass (hidden when not on a terminal).
+    pub fn bar(&self, label: &str, total: Option<u64>) -> ProgressBar {
+        if !self.progress {
+            return ProgressBar::hidden();
+        }
+        let pb = match total {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr())
+                .with_style(
+                    ProgressStyle::with_template(
+                        "{prefix:>12} [{bar:30}] {human_pos}/{human_len} rows ({per_sec}, {eta})",
+                    )
+                    .expect("template")
+                    .progress_chars("=> "),
+                ),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+                ProgressStyle::with_template("{prefix:>12} {spinner} {human_pos} rows ({per_sec})")
+                    .expect("template"),
+            ),
+        };
+        pb.set_prefix(label.to_string());
+        pb.enable_steady_tick(Duration::from_millis(200));
+        pb
+    }
+}
+
+static INTERRUPTED_FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Catches SIGINT and SIGTERM: the first sets a flag that the job checks
+/// between batches and steps (it then cleans up and exits 130); a second
+/// one exits at once.
+pub fn install_interrupts() {
+    let flag = INTERRUPTED_FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registered first, so it sees the flag as the previous signal left it.
+        let _ =
+            signal_hook::flag::register_conditional_shutdown(sig, INTERRUPTED as i32, flag.clone());
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+}
+
+/// Fails with exit code 130 once an interrupt was received.
+///
+/// # Errors
+/// The interrupt, as a failure.
+pub fn check_interrupt() -> Result<()> {
+    if INTERRUPTED_FLAG
+        .get()
+        .is_some_and(|f| f.load(Ordering::SeqCst))
+    {
+        return Err(Failure::new(
+            INTERRUPTED,
+            "interrupted; nothing was written and temporary files were removed",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A test hook: with `KANON_TEST_BARRIER=DIR` set and a file
+/// `DIR/<point>.wait` present, the job creates `DIR/<point>` when it reaches
+/// `point` and waits until `DIR/<point>.wait` is removed (or an interrupt
+/// arrives). Integration tests use it to stop a server or send Ctrl-C at an
+/// exact step. Inert without the variable and the file.
+///
+/// # Errors
+/// An interrupt while waiting, or a barrier that is never released.
+pub fn barrier(point: &str) -> Result<()> {
+    let Some(dir) = std::env::var_os("KANON_TEST_BARRIER") else {
+        return Ok(());
+    };
+    let dir = std::path::Path::new(&dir);
+    let wait = dir.join(format!("{point}.wait"));
+    if !wait.exists() {
+        return Ok(());
+    }
+    std::fs::write(dir.join(point), b"")?;
+    let start = std::time::Instant::now();
+    while wait.exists() {
+        check_interrupt()?;
+        if start.elapsed() > Duration::from_secs(300) {
+            anyhow::bail!("test barrier {} was not released", wait.display());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    check_interrupt()
+}

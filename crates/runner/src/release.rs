@@ -1,0 +1,611 @@
+//! Writing a release: Parquet (zstd, dictionary-encoded labels, bounded row
+//! groups, optionally split into files of a target size) with kanon's
+//! provenance in the key-value metadata, committed atomically.
+//!
+//! Nothing appears at the destination before [`ReleaseWriter::commit`]:
+//! - a local file is written to a hidden temporary file next to the
+//!   destination (`.kanon-*.tmp`) and renamed into place;
+//! - a local split release is written to a hidden temporary directory that
+//!   is renamed into place;
+//! - on S3 every file is a multipart upload that is completed only at
+//!   commit, after all its parts were uploaded and the release verified.
+//!
+//! Dropping an uncommitted writer (an error, a failed verification, an
+//! interrupt) removes the temporary files and aborts the uploads.
+//! A process killed outright (SIGKILL) can leave a `.kanon-*` temporary file
+//! or an incomplete multipart upload (invisible, cleaned up by a bucket
+//! lifecycle rule), never a partial release.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt, PutPayload};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use tokio::task::JoinSet;
+
+use crate::exit::{Failure, OUTPUT_EXISTS};
+use crate::storage::{s3_error, Location, Storage};
+
+/// How to write a release.
+#[derive(Debug, Clone)]
+pub struct ReleaseOptions {
+    /// Split into files of about this many bytes (the destination is then a
+    /// directory or prefix of `part-NNNNN.parquet` files).
+    pub max_file_bytes: Option<u64>,
+    /// Rows per row group.
+    pub row_group_rows: usize,
+    /// zstd level.
+    pub zstd_level: i32,
+    /// Replace an existing release.
+    pub overwrite: bool,
+    /// Key-value metadata of every file (provenance).
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Row groups are also closed at this estimated size.
+pub const ROW_GROUP_BYTES: usize = 128 << 20;
+/// Size of one part of a multipart upload (S3 needs at least 5 MiB).
+const PART_BYTES: usize = 8 << 20;
+/// Parts of one upload in flight at once.
+const PARTS_IN_FLIGHT: usize = 4;
+
+/// Parses a size: `1048576`, `512k`, `256MB`, `1 GiB` (k, M, G, T in
+/// powers of 1024 or 1000 with an `i`-less unit... both read as 1024-based
+/// for simplicity of operation: `256MB` = 256 MiB).
+///
+/// # Errors
+/// A bad-input failure naming the setting.
+pub fn parse_size(setting: &str, s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim().to_ascii_lowercase();
+    let mult: u64 = match unit.trim_end_matches("ib").trim_end_matches('b') {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => 0,
+    };
+    let v: f64 = num.parse().unwrap_or(-1.0);
+    if mult == 0 || !(v > 0.0) {
+        return Err(Failure::bad_input(format!(
+            "`{setting} = \"{s}\"` is not a size; write e.g. \"256MB\" or \"1GB\""
+        ))
+        .into());
+    }
+    Ok((v * mult as f64) as u64)
+}
+
+/// Fails when the destination exists and may not be replaced, or is of the
+/// wrong kind.
+///
+/// # Errors
+/// Exit code 5 when it exists without `overwrite`; bad input when a single
+/// file is to be written where a directory is.
+pub fn check_destination(
+    storage: &Storage,
+    dest: &Location,
+    split: bool,
+    overwrite: bool,
+) -> Result<()> {
+    let exists = match dest {
+        Location::Local(p) => {
+            if p.is_dir() && !split {
+                return Err(Failure::bad_input(format!(
+                    "output {} is a directory: name a file, or set `output.max_file_size` to write a directory of parts",
+                    p.display()
+                ))
+                .into());
+            }
+            p.exists()
+        }
+        Location::S3 { .. } if split => !storage.list(dest)?.is_empty(),
+        Location::S3 { key, bucket } => {
+            if key.is_empty() || key.ends_with('/') {
+                return Err(Failure::bad_input(format!(
+                    "output {dest} names a prefix: name an object (s3://{bucket}/path/release.parquet), or set `output.max_file_size` to write parts under the prefix"
+                ))
+                .into());
+            }
+            storage.head(dest)?.is_some()
+        }
+    };
+    if exists && !overwrite {
+        return Err(Failure::new(
+            OUTPUT_EXISTS,
+            format!(
+                "output {dest} already exists; pass --overwrite (or set `output.overwrite = true`) to replace it, or choose another --output"
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// An upload of one object in parts, completed only on commit.
+struct S3Upload<'a> {
+    storage: &'a Storage,
+    upload: Box<dyn MultipartUpload>,
+    buffer: Vec<u8>,
+    tasks: JoinSet<object_store::Result<()>>,
+    location: Location,
+    done: bool,
+}
+
+impl S3Upload<'_> {
+    fn send_part(&mut self) -> std::io::Result<()> {
+        let data = std::mem::take(&mut self.buffer);
+        let part = self.upload.put_part(PutPayload::from(data));
+        {
+            let _guard = self.storage.runtime().enter();
+            self.tasks.spawn(part);
+        }
+        while self.tasks.len() >= PARTS_IN_FLIGHT {
+            self.join_one()?;
+        }
+        Ok(())
+    }
+
+    fn join_one(&mut self) -> std::io::Result<()> {
+        match self.storage.block_on(self.tasks.join_next()) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(e))) => Err(std::io::Error::other(e)),
+            Some(Err(e)) => Err(std::io::Error::other(e)),
+        }
+    }
+
+    /// Uploads what is buffered and waits for every part.
+    fn flush_parts(&mut self) -> Result<()> {
+        if !self.buffer.is_empty() {
+            self.send_part()
+                .with_context(|| format!("cannot upload {}", self.location))?;
+        }
+        while !self.tasks.is_empty() {
+            self.join_one()
+                .with_context(|| format!("cannot upload {}", self.location))?;
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self) -> Result<()> {
+        self.flush_parts()?;
+        self.storage
+            .block_on(self.upload.complete())
+            .map_err(|e| s3_error(e, &self.location))?;
+        self.done = true;
+        Ok(())
+    }
+
+    fn abort(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let storage = self.storage;
+        storage.block_on(async {
+            self.tasks.shutdown().await;
+            if let Err(e) = self.upload.abort().await {
+                tracing::warn!(location = %self.location, error = %e, "cannot abort the upload");
+            }
+        });
+    }
+}
+
+type SharedUpload<'a> = Arc<Mutex<S3Upload<'a>>>;
+
+/// Where one file's bytes go.
+enum Target<'a> {
+    Local(BufWriter<File>),
+    S3(SharedUpload<'a>),
+}
+
+/// A file's bytes, counted.
+struct Sink<'a> {
+    target: Target<'a>,
+    written: u64,
+}
+
+impl Write for Sink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = match &mut self.target {
+            Target::Local(w) => w.write(buf)?,
+            Target::S3(u) => {
+                let mut u = u.lock().expect("upload lock");
+                u.buffer.extend_from_slice(buf);
+                if u.buffer.len() >= PART_BYTES {
+                    u.send_part()?;
+                }
+                buf.len()
+            }
+        };
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.target {
+            Target::Local(w) => w.flush(),
+            Target::S3(_) => Ok(()),
+        }
+    }
+}
+
+/// Writes a release and commits it atomically (see the module docs).
+pub struct ReleaseWriter<'a> {
+    storage: &'a Storage,
+    dest: Location,
+    options: ReleaseOptions,
+    props: WriterProperties,
+    schema: SchemaRef,
+    current: Option<ArrowWriter<Sink<'a>>>,
+    /// Files closed so far (footer written), not committed.
+    closed: Vec<Location>,
+    /// Every upload started, to complete on commit or abort on drop.
+    uploads: Vec<SharedUpload<'a>>,
+    /// Single local file: its temporary path.
+    tmp_file: Option<tempfile::TempPath>,
+    /// Split local release: the temporary directory.
+    tmp_dir: Option<tempfile::TempDir>,
+    rows: u64,
+    bytes: u64,
+    committed: bool,
+}
+
+impl<'a> ReleaseWriter<'a> {
+    /// Prepares a release of `schema` at `dest`.
+    ///
+    /// # Errors
+    /// As [`check_destination`]; failures to create the temporary file or
+    /// start the upload; an invalid zstd level.
+    pub fn create(
+        storage: &'a Storage,
+        dest: Location,
+        schema: SchemaRef,
+        options: ReleaseOptions,
+    ) -> Result<Self> {
+        check_destination(
+            storage,
+            &dest,
+            options.max_file_bytes.is_some(),
+            options.overwrite,
+        )?;
+        let level = ZstdLevel::try_new(options.zstd_level).map_err(|_| {
+            Failure::bad_input(format!(
+                "`output.compression_level = {}` is not a zstd level: use 1 to 22",
+                options.zstd_level
+            ))
+        })?;
+        if options.row_group_rows == 0 {
+            return Err(Failure::bad_input("`output.row_group_rows` must be at least 1").into());
+        }
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(level))
+            .set_dictionary_enabled(true)
+            .set_max_row_group_row_count(Some(options.row_group_rows))
+            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
+            .set_key_value_metadata(Some(
+                options
+                    .metadata
+                    .iter()
+                    .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+                    .collect(),
+            ))
+            .build();
+        let mut w = ReleaseWriter {
+            storage,
+            dest,
+            options,
+            props,
+            schema,
+            current: None,
+            closed: Vec::new(),
+            uploads: Vec::new(),
+            tmp_file: None,
+            tmp_dir: None,
+            rows: 0,
+            bytes: 0,
+            committed: false,
+        };
+        w.open_next()?;
+        Ok(w)
+    }
+
+    fn split(&self) -> bool {
+        self.options.max_file_bytes.is_some()
+    }
+
+    fn part_location(&self) -> Location {
+        if self.split() {
+            self.dest
+                .join(&format!("part-{:05}.parquet", self.closed.len()))
+        } else {
+            self.dest.clone()
+        }
+    }
+
+    fn open_next(&mut self) -> Result<()> {
+        let location = self.part_location();
+        let sink = match &self.dest {
+            Location::Local(dest) => {
+                let parent = match dest.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                std::fs::create_dir_all(&parent).with_context(|| {
+                    format!("cannot create output directory {}", parent.display())
+                })?;
+                let file = if self.split() {
+                    if self.tmp_dir.is_none() {
+                        self.tmp_dir = Some(
+                            tempfile::Builder::new()
+                                .prefix(".kanon-")
+                                .suffix(".tmp")
+                                .tempdir_in(&parent)
+                                .with_context(|| {
+                                    format!(
+                                        "cannot create a temporary directory in {}",
+                                        parent.display()
+                                    )
+                                })?,
+                        );
+                    }
+                    let dir = self.tmp_dir.as_ref().expect("temp dir").path();
+                    let name = format!("part-{:05}.parquet", self.closed.len());
+                    File::create_new(dir.join(&name))
+                        .with_context(|| format!("cannot create {}", dir.join(name).display()))?
+                } else {
+                    let (file, path) = tempfile::Builder::new()
+                        .prefix(".kanon-")
+                        .suffix(".parquet.tmp")
+                        .tempfile_in(&parent)
+                        .with_context(|| {
+                            format!("cannot create a temporary file in {}", parent.display())
+                        })?
+                        .into_parts();
+                    self.tmp_file = Some(path);
+                    file
+                };
+                Target::Local(BufWriter::with_capacity(1 << 20, file))
+            }
+            Location::S3 { bucket, .. } => {
+                let store: Arc<dyn ObjectStore> = self.storage.s3(bucket)?;
+                let path = location.object_path().expect("s3 path");
+                let upload = self
+                    .storage
+                    .block_on(store.put_multipart(&path))
+                    .map_err(|e| s3_error(e, &location))?;
+                let upload = Arc::new(Mutex::new(S3Upload {
+                    storage: self.storage,
+                    upload,
+                    buffer: Vec::with_capacity(PART_BYTES + (1 << 20)),
+                    tasks: JoinSet::new(),
+                    location: location.clone(),
+                    done: false,
+                }));
+                self.uploads.push(upload.clone());
+                Target::S3(upload)
+            }
+        };
+        self.current = Some(
+            ArrowWriter::try_new(
+                Sink {
+                    target: sink,
+                    written: 0,
+                },
+                self.schema.clone(),
+                Some(self.props.clone()),
+            )
+            .context("cannot start the Parquet writer")?,
+        );
+        Ok(())
+    }
+
+    /// Writes one batch of the release.
+    ///
+    /// # Errors
+    /// Write failures.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let w = self.current.as_mut().expect("an open file");
+        w.write(batch)
+            .with_context(|| format!("cannot write the release to {}", self.dest))?;
+        self.rows += batch.num_rows() as u64;
+        if let Some(max) = self.options.max_file_bytes {
+            if (w.bytes_written() + w.in_progress_size()) as u64 >= max {
+                self.close_current()?;
+                self.open_next()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn close_current(&mut self) -> Result<()> {
+        let Some(w) = self.current.take() else {
+            return Ok(());
+        };
+        let location = self.part_location();
+        let sink = w
+            .into_inner()
+            .with_context(|| format!("cannot finish the release file {location}"))?;
+        self.bytes += sink.written;
+        match sink.target {
+            Target::Local(b) => {
+                let f = b
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(|| format!("cannot write {location}"))?;
+                f.sync_all()
+                    .with_context(|| format!("cannot write {location}"))?;
+            }
+            Target::S3(u) => u.lock().expect("upload lock").flush_parts()?,
+        }
+        self.closed.push(location);
+        Ok(())
+    }
+
+    /// Closes the last file (its footer is written) without committing.
+    ///
+    /// # Errors
+    /// Write failures.
+    pub fn close(&mut self) -> Result<()> {
+        self.close_current()
+    }
+
+    /// Rows written.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Bytes written (after [`ReleaseWriter::close`]).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Moves the release into place. Call only after the release was
+    /// verified. Returns the files of the release.
+    ///
+    /// # Errors
+    /// Exit code 5 when the destination appeared meanwhile (without
+    /// `overwrite`); rename or upload failures.
+    pub fn commit(mut self) -> Result<Vec<Location>> {
+        self.close_current()?;
+        let split = self.split();
+        // Re-check: another job may have written the destination meanwhile.
+        check_destination(self.storage, &self.dest, split, self.options.overwrite)?;
+        let files: Vec<Location> = self.closed.clone();
+        match self.dest.clone() {
+            Location::Local(dest) => {
+                if split {
+                    let tmp = self.tmp_dir.take().expect("temp dir");
+                    commit_dir(tmp, &dest, self.options.overwrite)?;
+                } else {
+                    let tmp = self.tmp_file.take().expect("temp file");
+                    if self.options.overwrite {
+                        tmp.persist(&dest).map_err(|e| e.error)
+                    } else {
+                        tmp.persist_noclobber(&dest).map_err(|e| e.error)
+                    }
+                    .with_context(|| {
+                        format!("cannot move the release into place at {}", dest.display())
+                    })?;
+                }
+                sync_parent(&dest);
+            }
+            Location::S3 { .. } => {
+                for (i, u) in self.uploads.iter().enumerate() {
+                    if let Err(e) = u.lock().expect("upload lock").complete() {
+                        // Best effort: take back what was completed.
+                        for l in &files[..i] {
+                            let _ = self.storage.delete(l);
+                        }
+                        return Err(e);
+                    }
+                }
+                if split && self.options.overwrite {
+                    for old in self.storage.list(&self.dest)? {
+                        if !files.contains(&old.location) {
+                            self.storage.delete(&old.location).with_context(|| {
+                                format!("cannot remove {} of the replaced release", old.location)
+                            })?;
+                        }
+                    }
+                }
+            }
+        }
+        self.committed = true;
+        Ok(files)
+    }
+}
+
+/// Renames a finished temporary directory into place.
+fn commit_dir(tmp: tempfile::TempDir, dest: &Path, overwrite: bool) -> Result<()> {
+    let tmp_path = tmp.path().to_path_buf();
+    if dest.exists() {
+        if !overwrite {
+            return Err(Failure::new(
+                OUTPUT_EXISTS,
+                format!("output {} already exists", dest.display()),
+            )
+            .into());
+        }
+        // Move the old release aside, the new one in, then drop the old.
+        let parent = tmp_path.parent().unwrap_or(Path::new("."));
+        let old = tempfile::Builder::new()
+            .prefix(".kanon-old-")
+            .tempdir_in(parent)?;
+        let old_path = old.path().join("release");
+        std::fs::rename(dest, &old_path)
+            .with_context(|| format!("cannot move the old release {} aside", dest.display()))?;
+        if let Err(e) = std::fs::rename(&tmp_path, dest) {
+            let _ = std::fs::rename(&old_path, dest);
+            return Err(e).with_context(|| {
+                format!("cannot move the release into place at {}", dest.display())
+            });
+        }
+        let _ = tmp.keep();
+        drop(old);
+    } else {
+        std::fs::rename(&tmp_path, dest)
+            .with_context(|| format!("cannot move the release into place at {}", dest.display()))?;
+        let _ = tmp.keep();
+    }
+    Ok(())
+}
+
+fn sync_parent(dest: &Path) {
+    if let Some(parent) = dest.parent() {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        if let Ok(d) = File::open(parent) {
+            let _ = d.sync_all();
+        }
+    }
+}
+
+impl Drop for ReleaseWriter<'_> {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        // Temporary local files and directories remove themselves; uploads
+        // must be aborted so that no parts stay behind.
+        drop(self.current.take());
+        for u in &self.uploads {
+            if let Ok(mut u) = u.lock() {
+                u.abort();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_size("s", "1048576").unwrap(), 1 << 20);
+        assert_eq!(parse_size("s", "256MB").unwrap(), 256 << 20);
+        assert_eq!(parse_size("s", "1 GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("s", "512k").unwrap(), 512 << 10);
+        assert_eq!(parse_size("s", "1.5G").unwrap(), 3 << 29);
+        let e = parse_size("output.max_file_size", "lots").unwrap_err();
+        assert!(e.to_string().contains("output.max_file_size"), "{e}");
+        assert!(parse_size("s", "0").is_err());
+        assert!(parse_size("s", "5 parsecs").is_err());
+    }
+}

@@ -1,0 +1,900 @@
+//! The `kanon` binary on local files: the bundled Adult job, streaming two
+//! passes, atomic commits, the operational options, and every bad input of
+//! issue 9 — each must end in a clear error that names the file, column or
+//! setting, with the documented exit code, and must never print a record
+//! value (a distinctive value is planted in the data to check that).
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
+};
+use arrow::datatypes::{DataType, Field, Int32Type, Schema};
+use common::*;
+
+/// A value that must never appear in kanon's output.
+const PLANTED: &str = "ZZPLANTED-4711";
+
+fn assert_no_leak(o: &std::process::Output) {
+    assert!(
+        !stderr(o).contains(PLANTED) && !stdout(o).contains(PLANTED),
+        "a record value leaked:\n{}",
+        show(o)
+    );
+}
+
+fn expect_error(o: &std::process::Output, code: i32, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(code), "{}", show(o));
+    let err = stderr(o);
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks `{n}`:\n{}", show(o));
+    }
+    assert_no_leak(o);
+}
+
+/// A small Adult-like table: 60 rows, with `sex` values chosen by `sex`.
+fn small(sex: impl Fn(usize) -> Option<&'static str>) -> RecordBatch {
+    let t = adult().slice(0, 60);
+    let schema = t.schema();
+    let cols: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .zip(t.columns())
+        .map(|(f, c)| {
+            if f.name() == "sex" {
+                Arc::new(StringArray::from((0..60).map(&sex).collect::<Vec<_>>())) as ArrayRef
+            } else {
+                c.clone()
+            }
+        })
+        .collect();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+fn male_female(i: usize) -> Option<&'static str> {
+    Some(if i % 2 == 0 { "Male" } else { "Female" })
+}
+
+#[test]
+fn the_bundled_adult_job_runs_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("adult-k10.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "--config", "configs/adult.toml", "--output"])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stdout(&o).contains("30162 in"), "{}", show(&o));
+    // Not a terminal: no progress bars, and no logs by default.
+    assert!(stderr(&o).is_empty(), "{}", show(&o));
+    let release = read_parquet(&out);
+    assert_eq!(release.num_rows(), 30162);
+    assert!(matches!(
+        release.schema().field_with_name("sex").unwrap().data_type(),
+        DataType::Dictionary(_, _)
+    ));
+    let md: HashMap<String, String> = parquet_metadata(std::fs::read(&out).unwrap())
+        .into_iter()
+        .collect();
+    assert_eq!(md["kanon.algorithm"], "mondrian");
+    assert!(md["kanon.k_achieved"].parse::<usize>().unwrap() >= 10);
+    assert!(md["kanon.input.fingerprint"].starts_with("sha256:"));
+    assert_eq!(md["kanon.rows_in"], "30162");
+    assert!(md["kanon.privacy"].contains("\"k\":10"));
+    // Nothing but the release in the directory.
+    assert_eq!(ls(dir.path()), vec!["adult-k10.parquet"]);
+    let o = run(kanon()
+        .args(["verify", "--config", "configs/adult.toml", "--input"])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("satisfies k-anonymity (k = 10)"),
+        "{}",
+        show(&o)
+    );
+    // A stricter k does not hold on this release: exit 1.
+    let o = run(kanon()
+        .args([
+            "verify",
+            "--config",
+            "configs/adult.toml",
+            "--k",
+            "100000",
+            "--input",
+        ])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+}
+
+#[test]
+fn same_input_job_and_seed_give_identical_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.parquet");
+    let b = dir.path().join("b.parquet");
+    for out in [&a, &b] {
+        let o = run(kanon()
+            .args(["anonymize", "-c", "configs/adult.toml", "-o"])
+            .arg(out));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
+#[test]
+fn passed_through_columns_keep_type_nullability_metadata_and_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = adult().slice(0, 5000);
+    let n = t.num_rows();
+    let mut fields: Vec<Field> = t
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut cols: Vec<ArrayRef> = t.columns().to_vec();
+    let meta: HashMap<String, String> = [("unit".to_string(), "EUR".to_string())].into();
+    fields.push(Field::new("income", DataType::Float64, true).with_metadata(meta.clone()));
+    cols.push(Arc::new(Float64Array::from(
+        (0..n)
+            .map(|i| (i % 7 != 0).then_some(i as f64 * 1.5))
+            .collect::<Vec<_>>(),
+    )));
+    fields.push(Field::new("row_id", DataType::Int64, false));
+    cols.push(Arc::new(Int64Array::from(
+        (0..n as i64).collect::<Vec<_>>(),
+    )));
+    fields.push(Field::new(
+        "tags",
+        DataType::List(Arc::new(Field::new_list_field(DataType::Int32, true))),
+        true,
+    ));
+    cols.push(Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
+        (0..n).map(|i| Some(vec![Some(i as i32), None])),
+    )));
+    fields.push(Field::new("name", DataType::Utf8, false));
+    cols.push(Arc::new(StringArray::from(
+        (0..n).map(|i| format!("person {i}")).collect::<Vec<_>>(),
+    )));
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields,
+        [("origin".to_string(), "test".to_string())].into(),
+    ));
+    let input = dir.path().join("in.parquet");
+    // Several row groups and batches.
+    write_parquet_with(
+        &input,
+        &[RecordBatch::try_new(schema.clone(), cols).unwrap()],
+        Some(
+            parquet::file::properties::WriterProperties::builder()
+                .set_max_row_group_row_count(Some(1500))
+                .build(),
+        ),
+    );
+    let job = adult_job(dir.path(), |t| {
+        format!("{t}\n[[attributes]]\nname = \"name\"\nrole = \"identifying\"\n")
+    });
+    let out = dir.path().join("out.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args(["--k", "5"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = read_parquet(&out);
+    assert_eq!(r.num_rows(), n);
+    assert!(
+        r.schema().field_with_name("name").is_err(),
+        "identifying column dropped"
+    );
+    assert_eq!(
+        r.schema().metadata().get("origin").map(String::as_str),
+        Some("test")
+    );
+    for name in ["income", "row_id", "tags"] {
+        let f_in = schema.field_with_name(name).unwrap();
+        let f_out = r.schema().field_with_name(name).unwrap().clone();
+        assert_eq!(&f_out, f_in, "field {name} changed");
+    }
+    // Input row order: the row ids come back in order.
+    let ids = r
+        .column_by_name("row_id")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert!(ids.values().iter().enumerate().all(|(i, &v)| v == i as i64));
+    let income = r.column_by_name("income").unwrap();
+    assert_eq!(income.null_count(), n.div_ceil(7));
+}
+
+#[test]
+fn directories_and_globs_read_as_one_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    adult_parts(&parts, 3);
+    std::fs::write(parts.join("_SUCCESS"), b"").unwrap();
+    std::fs::write(parts.join(".hidden.parquet"), b"not parquet").unwrap();
+    let single = dir.path().join("single.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-o"])
+        .arg(&single));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let expected = read_parquet(&single);
+    for input in [
+        parts.display().to_string(),
+        format!("{}/part-*.parquet", parts.display()),
+    ] {
+        let out = dir.path().join(format!("from-{}.parquet", input.len()));
+        let o = run(kanon()
+            .args(["anonymize", "-c", "configs/adult.toml", "-i", &input, "-o"])
+            .arg(&out));
+        assert_eq!(o.status.code(), Some(0), "{input}: {}", show(&o));
+        let got = read_parquet(&out);
+        assert_eq!(got.schema().fields(), expected.schema().fields(), "{input}");
+        assert_eq!(got.columns(), expected.columns(), "{input}");
+    }
+}
+
+#[test]
+fn split_release_files_verify_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("release");
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--max-file-size",
+            "40kB",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--set", "output.row_group_rows=4096"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let files = ls(&out);
+    assert!(files.len() > 1, "{files:?}");
+    assert!(files
+        .iter()
+        .all(|f| f.starts_with("part-") && f.ends_with(".parquet")));
+    assert_eq!(
+        ls(dir.path()),
+        vec!["release"],
+        "no temporary directory left"
+    );
+    let rows: usize = files
+        .iter()
+        .map(|f| read_parquet(&out.join(f)).num_rows())
+        .sum();
+    assert_eq!(rows, 30162);
+    let o = run(kanon()
+        .args(["verify", "-c", "configs/adult.toml", "-i"])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // Exists: refused (5), then replaced with --overwrite.
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--max-file-size",
+            "40kB",
+            "-o",
+        ])
+        .arg(&out));
+    expect_error(&o, 5, &["already exists", "--overwrite"]);
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--max-file-size",
+            "1GB",
+            "--overwrite",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(ls(&out), vec!["part-00000.parquet"]);
+    assert_eq!(ls(dir.path()), vec!["release"]);
+}
+
+#[test]
+fn csv_input_with_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sample.parquet");
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "-i",
+            "data/adult/adult-sample.csv",
+            "--set",
+            "input.delimiter=;",
+            "--k",
+            "5",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(read_parquet(&out).num_rows() as u64 + suppressed(&out), 500);
+    let md: HashMap<String, String> = parquet_metadata(std::fs::read(&out).unwrap())
+        .into_iter()
+        .collect();
+    assert!(md["kanon.input.fingerprint"].starts_with("sha256:"));
+}
+
+fn suppressed(p: &std::path::Path) -> u64 {
+    let md: HashMap<String, String> = parquet_metadata(std::fs::read(p).unwrap())
+        .into_iter()
+        .collect();
+    md["kanon.rows_suppressed"].parse().unwrap()
+}
+
+#[test]
+fn environment_overrides_and_json_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.parquet");
+    let o = run(kanon()
+        .env("KANON_PRIVACY_K", "25")
+        .env("KANON_OUTPUT_PATH", &out)
+        .args([
+            "--log-format",
+            "json",
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+        ]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let md: HashMap<String, String> = parquet_metadata(std::fs::read(&out).unwrap())
+        .into_iter()
+        .collect();
+    assert!(md["kanon.privacy"].contains("\"k\":25"), "{md:?}");
+    let events: Vec<serde_json::Value> = stderr(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    let committed = events
+        .iter()
+        .find(|e| e["message"] == "release committed")
+        .unwrap_or_else(|| panic!("{}", show(&o)));
+    assert_eq!(committed["rows_in"], 30162);
+    assert!(committed["k_achieved"].as_u64().unwrap() >= 25);
+    // The command line wins over the environment.
+    let o = run(kanon()
+        .env("KANON_PRIVACY_K", "25")
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--k",
+            "30",
+            "--overwrite",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let md: HashMap<String, String> = parquet_metadata(std::fs::read(&out).unwrap())
+        .into_iter()
+        .collect();
+    assert!(md["kanon.privacy"].contains("\"k\":30"), "{md:?}");
+    // Errors as JSON too.
+    let o = run(kanon().env("KANON_PRIVACY_KK", "3").args([
+        "--log-format",
+        "json",
+        "anonymize",
+        "-c",
+        "configs/adult.toml",
+    ]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let e: serde_json::Value = serde_json::from_str(stderr(&o).lines().last().unwrap()).unwrap();
+    assert_eq!(e["exit_code"], 2);
+    assert!(
+        e["error"].as_str().unwrap().contains("KANON_PRIVACY_KK"),
+        "{e}"
+    );
+}
+
+#[test]
+fn dry_run_checks_without_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "--dry-run", "-o"])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stdout(&o).contains("nothing was written"), "{}", show(&o));
+    assert!(ls(dir.path()).is_empty());
+    // A hierarchy that lacks a value: found by the dry run.
+    let input = dir.path().join("in.parquet");
+    write_parquet(
+        &input,
+        &[small(|i| Some(if i == 7 { PLANTED } else { "Male" }))],
+    );
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "--dry-run", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out));
+    expect_error(&o, 2, &["`sex`", "1 rows", "sex.csv"]);
+    // k above the rows: exit 3 before any algorithm runs.
+    write_parquet(&input, &[small(male_female)]);
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--dry-run",
+            "--k",
+            "100",
+            "-i",
+        ])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out));
+    expect_error(&o, 3, &["privacy.k", "k = 100", "60"]);
+    assert!(ls(dir.path()) == vec!["in.parquet"]);
+}
+
+#[test]
+fn inspect_shows_schema_rows_and_risk() {
+    let o = run(kanon().args(["inspect", "data/adult/adult.parquet"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("30162 rows") && s.contains("native-country") && s.contains("Int64"),
+        "{s}"
+    );
+    let o = run(kanon().args([
+        "inspect",
+        "data/adult/adult.parquet",
+        "--qi",
+        "sex,race",
+        "--k",
+        "100",
+        "--json",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let risk = &v["risk"];
+    assert_eq!(risk["classes"], 10);
+    let at = &risk["at_risk"][0];
+    assert_eq!(at["k"], 100);
+    assert!(at["rows"].as_u64().unwrap() < 30162);
+    // Risk of the job's QIs, from the job file, on the CSV sample.
+    let o = run(kanon().args([
+        "inspect",
+        "data/adult/adult-sample.csv",
+        "--delimiter",
+        ";",
+        "-c",
+        "configs/adult.toml",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("500 rows") && stdout(&o).contains("k = 10"),
+        "{}",
+        show(&o)
+    );
+    let o = run(kanon().args(["inspect", "data/adult/adult.parquet", "--qi", "nope"]));
+    expect_error(&o, 2, &["`nope`", "not found"]);
+}
+
+#[test]
+fn interrupt_before_commit_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let barrier = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.parquet");
+    std::fs::write(barrier.path().join("before-commit.wait"), b"").unwrap();
+    let child = kanon()
+        .env("KANON_TEST_BARRIER", barrier.path())
+        .args(["anonymize", "-c", "configs/adult.toml", "-o"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let point = barrier.path().join("before-commit");
+    let start = std::time::Instant::now();
+    while !point.exists() {
+        assert!(start.elapsed().as_secs() < 300, "barrier not reached");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The whole release is written, verified, and waits under a temporary name.
+    assert_eq!(ls(dir.path()).len(), 1);
+    assert!(ls(dir.path())[0].starts_with(".kanon-"));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = child.wait_with_output().unwrap();
+    expect_error(&o, 130, &["interrupted"]);
+    assert!(ls(dir.path()).is_empty(), "{:?}", ls(dir.path()));
+}
+
+// ---------------------------------------------------------------------------
+// Bad inputs (issue 9): each names the file/column/setting, leaks nothing.
+
+#[test]
+fn missing_input_file() {
+    let o = run(kanon().args([
+        "anonymize",
+        "-c",
+        "configs/adult.toml",
+        "-i",
+        "/nonexistent/adult.parquet",
+        "-o",
+        "/tmp/kanon-never.parquet",
+    ]));
+    expect_error(
+        &o,
+        2,
+        &["/nonexistent/adult.parquet", "does not exist", "input.path"],
+    );
+    let o = run(kanon().args(["anonymize", "-c", "/nonexistent/job.toml"]));
+    expect_error(&o, 2, &["/nonexistent/job.toml", "--config"]);
+}
+
+#[test]
+fn unknown_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = adult_job(dir.path(), |t| {
+        t.replace("name = \"race\"", "name = \"rase\"")
+    });
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["`rase`", "not found", "race", "job.toml"]);
+}
+
+#[test]
+fn qi_values_missing_from_the_hierarchy() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    write_parquet(
+        &input,
+        &[small(|i| Some(if i % 20 == 3 { PLANTED } else { "Male" }))],
+    );
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["`sex`", "3 rows", "sex.csv", "in.parquet"]);
+    assert_eq!(ls(dir.path()), vec!["in.parquet"]);
+}
+
+#[test]
+fn nulls_in_a_qi() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    write_parquet(
+        &input,
+        &[small(|i| {
+            if i == 5 || i == 9 {
+                None
+            } else {
+                male_female(i)
+            }
+        })],
+    );
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet"))
+        .args(["--k", "2"]));
+    expect_error(&o, 2, &["`sex`", "2 rows are null", "nulls = \"suppress\""]);
+    // With the suggested fix the two rows are suppressed and counted.
+    let job = adult_job(dir.path(), |t| {
+        t.replace("hierarchy = \"", "nulls = \"suppress\"\nhierarchy = \"")
+    });
+    let out = dir.path().join("o.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args(["--k", "2", "--suppression-limit", "0.5"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(read_parquet(&out).num_rows() as u64 + suppressed(&out), 60);
+    assert!(suppressed(&out) >= 2);
+}
+
+#[test]
+fn wrong_types() {
+    let dir = tempfile::tempdir().unwrap();
+    // A numeric QI (age, intervals) holding text.
+    let t = small(male_female);
+    let cols: Vec<ArrayRef> = t
+        .schema()
+        .fields()
+        .iter()
+        .zip(t.columns())
+        .map(|(f, c)| {
+            if f.name() == "age" {
+                Arc::new(StringArray::from(
+                    (0..60)
+                        .map(|i| {
+                            if i == 4 {
+                                PLANTED.to_string()
+                            } else {
+                                (20 + i).to_string()
+                            }
+                        })
+                        .collect::<Vec<_>>(),
+                )) as ArrayRef
+            } else {
+                c.clone()
+            }
+        })
+        .collect();
+    let fields: Vec<Field> = t
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            if f.name() == "age" {
+                Field::new("age", DataType::Utf8, true)
+            } else {
+                f.as_ref().clone()
+            }
+        })
+        .collect();
+    let input = dir.path().join("in.parquet");
+    write_parquet(
+        &input,
+        &[RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()],
+    );
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "--k", "2", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(
+        &o,
+        2,
+        &["`age`", "1 rows are not numbers", "type = \"categorical\""],
+    );
+    // A CSV whose types were inferred from the first rows, wrong later on.
+    let mut csv = std::fs::read_to_string(root().join("data/adult/adult-sample.csv")).unwrap();
+    csv.push_str(&format!(
+        "Male;{PLANTED};White;Never-married;Bachelors;United-States;State-gov;Adm-clerical;<=50K\n"
+    ));
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, csv).unwrap();
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--set",
+            "input.delimiter=;",
+            "--set",
+            "input.infer_rows=100",
+            "-i",
+        ])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["in.csv", "`age`", "line 502", "input.infer_rows"]);
+    // A type kanon cannot anonymise at all.
+    let list =
+        ListArray::from_iter_primitive::<Int32Type, _, _>((0..3).map(|i| Some(vec![Some(i)])));
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new(
+            "sex",
+            list.data_type().clone(),
+            true,
+        )])),
+        vec![Arc::new(list) as ArrayRef],
+    )
+    .unwrap();
+    write_parquet(&input.with_extension("parquet"), &[b]);
+    let o = run(kanon()
+        .args(["inspect", "--qi", "sex"])
+        .arg(input.with_extension("parquet")));
+    expect_error(&o, 2, &["`sex`", "cannot anonymise"]);
+}
+
+#[test]
+fn k_larger_than_the_row_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    write_parquet(&input, &[small(male_female)]);
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "--k", "61", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 3, &["privacy.k", "k = 61", "60", "adult.toml"]);
+    assert_eq!(ls(dir.path()), vec!["in.parquet"]);
+}
+
+#[test]
+fn empty_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("empty.parquet");
+    write_parquet(&input, &[small(male_female).slice(0, 0)]);
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["empty.parquet", "no rows"]);
+    let empty_dir = dir.path().join("nothing");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-i"])
+        .arg(&empty_dir)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["nothing", "no Parquet or CSV files", "input.path"]);
+    assert_eq!(ls(dir.path()), vec!["empty.parquet", "nothing"]);
+}
+
+#[test]
+fn corrupt_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("garbage.parquet");
+    std::fs::write(&input, format!("{PLANTED} this is not parquet at all")).unwrap();
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["garbage.parquet", "not a readable Parquet file"]);
+    // Valid footer, corrupt data in a QI column: found in pass 1.
+    let input = dir.path().join("in.parquet");
+    write_parquet(&input, &[adult().slice(0, 3000)]);
+    corrupt_column(&input, "education");
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["in.parquet", "corrupt Parquet data"]);
+    assert_eq!(ls(dir.path()), vec!["garbage.parquet", "in.parquet"]);
+}
+
+#[test]
+fn corrupt_data_found_in_pass_two_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = adult().slice(0, 3000);
+    let mut fields: Vec<Field> = t
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut cols = t.columns().to_vec();
+    fields.push(Field::new("extra", DataType::Utf8, false));
+    cols.push(Arc::new(StringArray::from(
+        (0..3000)
+            .map(|i| format!("{PLANTED}-{i}"))
+            .collect::<Vec<_>>(),
+    )));
+    let input = dir.path().join("in.parquet");
+    write_parquet(
+        &input,
+        &[RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()],
+    );
+    // Pass 1 does not read `extra`; pass 2 does and fails.
+    corrupt_column(&input, "extra");
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "--k", "5", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(out_dir.join("o.parquet")));
+    expect_error(&o, 2, &["in.parquet", "corrupt Parquet data"]);
+    assert!(ls(&out_dir).is_empty(), "{:?}", ls(&out_dir));
+}
+
+#[test]
+fn unreadable_hierarchy_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = adult_job(dir.path(), |t| {
+        t.replace("hierarchies/race.csv", "hierarchies/no-such-race.csv")
+    });
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(
+        &o,
+        2,
+        &["no-such-race.csv", "`race`", "hierarchy", "job.toml"],
+    );
+    let bad = dir.path().join("binary.csv");
+    std::fs::write(&bad, [0xff, 0xfe, 0x00, 0x81, b'\n']).unwrap();
+    let job = adult_job(dir.path(), |t| {
+        t.replace(
+            &format!(
+                "{}/data/adult/hierarchies/race.csv",
+                root().canonicalize().unwrap().display()
+            ),
+            &bad.display().to_string(),
+        )
+    });
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["binary.csv", "`race`"]);
+    assert_eq!(ls(dir.path()), vec!["binary.csv", "job.toml"]);
+}
+
+#[test]
+fn output_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.parquet");
+    std::fs::write(&out, b"previous release").unwrap();
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-o"])
+        .arg(&out));
+    expect_error(&o, 5, &["o.parquet", "already exists", "--overwrite"]);
+    assert_eq!(std::fs::read(&out).unwrap(), b"previous release");
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "--overwrite", "-o"])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(read_parquet(&out).num_rows(), 30162);
+    assert_eq!(ls(dir.path()), vec!["o.parquet"]);
+}
+
+#[test]
+fn bad_settings_name_the_setting() {
+    let o = run(kanon().args([
+        "anonymize",
+        "-c",
+        "configs/adult.toml",
+        "--set",
+        "output.compression_level=99",
+        "-o",
+        "/tmp/kanon-never-written.parquet",
+    ]));
+    expect_error(&o, 2, &["output.compression_level"]);
+    let o = run(kanon().args([
+        "anonymize",
+        "-c",
+        "configs/adult.toml",
+        "--max-file-size",
+        "huge",
+    ]));
+    expect_error(&o, 2, &["output.max_file_size", "huge"]);
+    let o = run(kanon().args([
+        "anonymize",
+        "-c",
+        "configs/adult.toml",
+        "-i",
+        "gs://bucket/x.parquet",
+    ]));
+    expect_error(&o, 2, &["gs://"]);
+    let o = run(kanon().args(["anonymize", "-c", "configs/template.toml", "--dry-run"]));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the template job runs: {}",
+        show(&o)
+    );
+}

@@ -1,0 +1,407 @@
+//! Helpers of the runner's integration tests: the real `kanon` binary in a
+//! clean environment, Parquet files made on the fly, and an S3-compatible
+//! server (`moto_server`) started on 127.0.0.1 for the S3 tests.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use arrow::compute::concat_batches;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+
+/// The repository root (the bundled configs and data live there).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The `kanon` binary, run from the repository root, without AWS or KANON
+/// variables from the caller's environment (and HOME pointing nowhere, so
+/// no real AWS profile is read).
+pub fn kanon() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kanon"));
+    c.current_dir(root());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") || k.starts_with("KANON_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("HOME", "/nonexistent-kanon-test-home");
+    c.stdin(Stdio::null());
+    c
+}
+
+/// Runs a command and returns its output.
+pub fn run(c: &mut Command) -> Output {
+    c.output().expect("kanon runs")
+}
+
+/// The exit code, stdout and stderr of an output, for messages.
+pub fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Writes batches to a Parquet file.
+pub fn write_parquet(path: &Path, batches: &[RecordBatch]) {
+    write_parquet_with(path, batches, None)
+}
+
+/// Writes batches to a Parquet file with writer properties.
+pub fn write_parquet_with(
+    path: &Path,
+    batches: &[RecordBatch],
+    props: Option<parquet::file::properties::WriterProperties>,
+) {
+    let f = File::create(path).unwrap();
+    let mut w = ArrowWriter::try_new(f, batches[0].schema(), props).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+}
+
+/// Reads a whole Parquet file as one batch.
+pub fn read_parquet(path: &Path) -> RecordBatch {
+    read_parquet_bytes(std::fs::read(path).unwrap())
+}
+
+/// Reads Parquet bytes as one batch.
+pub fn read_parquet_bytes(bytes: Vec<u8>) -> RecordBatch {
+    let b = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes)).unwrap();
+    let schema = b.schema().clone();
+    let batches: Vec<RecordBatch> = b.build().unwrap().map(|b| b.unwrap()).collect();
+    concat_batches(&schema, &batches).unwrap()
+}
+
+/// The key-value metadata of a Parquet file.
+pub fn parquet_metadata(bytes: Vec<u8>) -> Vec<(String, String)> {
+    let b = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes)).unwrap();
+    b.metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The bundled Adult table.
+pub fn adult() -> RecordBatch {
+    read_parquet(&root().join("data/adult/adult.parquet"))
+}
+
+/// Writes the Adult table as `n` Parquet files `part-0.parquet`, ... in
+/// `dir`, in row order.
+pub fn adult_parts(dir: &Path, n: usize) -> Vec<PathBuf> {
+    let t = adult();
+    let per = t.num_rows().div_ceil(n);
+    (0..n)
+        .map(|i| {
+            let start = i * per;
+            let len = per.min(t.num_rows() - start);
+            let p = dir.join(format!("part-{i}.parquet"));
+            write_parquet(&p, &[t.slice(start, len)]);
+            p
+        })
+        .collect()
+}
+
+/// A job file in `dir` from the bundled Adult job with `edit` applied to its
+/// text; hierarchy paths are made absolute.
+pub fn adult_job(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("configs/adult.toml")).unwrap();
+    let root = root().canonicalize().unwrap();
+    let text = text.replace(
+        "\"data/adult/",
+        &format!("\"{}/data/adult/", root.display()),
+    );
+    let p = dir.join("job.toml");
+    std::fs::write(&p, edit(text)).unwrap();
+    p
+}
+
+/// Names in a directory, sorted (to check that nothing is left behind).
+pub fn ls(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------------------
+// S3: moto_server on 127.0.0.1.
+
+/// A running `moto_server`, stopped on drop.
+pub struct Moto {
+    child: Option<Child>,
+    pub port: u16,
+}
+
+/// Access key id the tests use (moto accepts any while auth is off).
+pub const KEY_ID: &str = "AKIAKANONTEST0000001";
+/// Its secret; must never appear in kanon's output.
+pub const SECRET: &str = "kanon-test-secret-DO-NOT-PRINT-0123456789";
+
+impl Moto {
+    /// Starts a server, or returns `None` (with a printed reason) when
+    /// `moto_server` is not installed and `CI` is not set. In CI a missing
+    /// server fails the test.
+    pub fn start() -> Option<Moto> {
+        let installed = Command::new("moto_server")
+            .arg("--help")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !installed {
+            if std::env::var_os("CI").is_some() {
+                panic!("moto_server is not installed but CI is set: install it with `pip install \"moto[server]\"` (see docs/ci/runner.sh)");
+            }
+            eprintln!("SKIPPED: moto_server is not installed (pip install \"moto[server]\"); S3 test not run");
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto_server starts");
+        let m = Moto {
+            child: Some(child),
+            port,
+        };
+        let start = Instant::now();
+        loop {
+            if let Ok(r) = m.request("GET", "/", &[], b"") {
+                if r.0 > 0 {
+                    break;
+                }
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "moto_server did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(m)
+    }
+
+    /// The endpoint URL.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server now.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// A plain HTTP/1.1 request (moto does not check signatures while
+    /// authentication is off): status and body.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<(u16, Vec<u8>)> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.port,
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes())?;
+        s.write_all(body)?;
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw)?;
+        let head_end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or_else(|| std::io::Error::other("no HTTP head"))?;
+        let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
+        let status: u16 = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let mut body = raw[head_end + 4..].to_vec();
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            body = dechunk(&body);
+        }
+        Ok((status, body))
+    }
+
+    /// Creates a bucket.
+    pub fn create_bucket(&self, bucket: &str) {
+        let (status, body) = self
+            .request("PUT", &format!("/{bucket}"), &[], b"")
+            .unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    }
+
+    /// Uploads an object.
+    pub fn put(&self, bucket: &str, key: &str, data: &[u8]) {
+        let (status, body) = self
+            .request("PUT", &format!("/{bucket}/{key}"), &[], data)
+            .unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    }
+
+    /// Downloads an object.
+    pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        let (status, body) = self
+            .request("GET", &format!("/{bucket}/{key}"), &[], b"")
+            .unwrap();
+        assert_eq!(status, 200, "GET {key}: {}", String::from_utf8_lossy(&body));
+        body
+    }
+
+    /// The keys under a prefix.
+    pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let (status, body) = self
+            .request(
+                "GET",
+                &format!("/{bucket}?list-type=2&prefix={prefix}"),
+                &[],
+                b"",
+            )
+            .unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        tags(&String::from_utf8_lossy(&body), "Key")
+    }
+
+    /// The keys of the multipart uploads in progress (neither completed nor
+    /// aborted).
+    pub fn pending_uploads(&self, bucket: &str) -> Vec<String> {
+        let (status, body) = self
+            .request("GET", &format!("/{bucket}?uploads"), &[], b"")
+            .unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        tags(&String::from_utf8_lossy(&body), "Key")
+    }
+
+    /// Turns authentication on: from now on only known credentials pass.
+    pub fn require_auth(&self) {
+        let (status, body) = self
+            .request("POST", "/moto-api/reset-auth", &[], b"0")
+            .unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    }
+
+    /// `kanon` with credentials for this server and its endpoint.
+    pub fn kanon(&self) -> Command {
+        let mut c = kanon();
+        c.env("AWS_ACCESS_KEY_ID", KEY_ID)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("AWS_REGION", "us-east-1")
+            .env("KANON_STORAGE_ENDPOINT", self.endpoint())
+            .env("KANON_STORAGE_ALLOW_HTTP", "true")
+            .env("KANON_STORAGE_MAX_RETRIES", "1")
+            .env("KANON_STORAGE_TIMEOUT_S", "10");
+        c
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn tags(xml: &str, tag: &str) -> Vec<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    xml.split(&open)
+        .skip(1)
+        .filter_map(|s| s.split(&close).next())
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = b.windows(2).position(|w| w == b"\r\n") else {
+            break;
+        };
+        let size = usize::from_str_radix(
+            String::from_utf8_lossy(&b[..eol])
+                .split(';')
+                .next()
+                .unwrap()
+                .trim(),
+            16,
+        )
+        .unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&b[eol + 2..eol + 2 + size]);
+        b = &b[eol + 2 + size + 2..];
+    }
+    out
+}
+
+/// Overwrites the bytes of one column chunk of a Parquet file with garbage,
+/// so that reading that column fails while the others read fine.
+pub fn corrupt_column(path: &Path, column: &str) {
+    let bytes = std::fs::read(path).unwrap();
+    let b = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes.clone())).unwrap();
+    let md = b.metadata().clone();
+    let schema = md.file_metadata().schema_descr();
+    let idx = (0..schema.num_columns())
+        .find(|&i| schema.column(i).name() == column)
+        .expect("column");
+    let mut bytes = bytes;
+    for rg in md.row_groups() {
+        let (start, len) = rg.column(idx).byte_range();
+        for b in &mut bytes[start as usize..(start + len) as usize] {
+            *b = 0xEE;
+        }
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Keeps `Arc` in scope for helpers that build schemas.
+pub type SchemaRef = Arc<arrow::datatypes::Schema>;
