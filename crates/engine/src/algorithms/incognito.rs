@@ -25,12 +25,13 @@
 //! nodes are scored; under a suppression limit a more general node may
 //! suppress fewer rows and lose less, so every accepted node is scored.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::algorithms::lattice::Loss;
 
-use crate::algorithms::lattice::{CellCosts, FrequencySet, Lattice, Score, Space};
+use crate::algorithms::lattice::{CellCosts, FrequencySet, Key, Lattice, Score, Space, Wide};
 use crate::algorithms::{details, Algorithm, Context, Outcome};
 use crate::error::{Error, Result};
 
@@ -161,19 +162,50 @@ struct Search<'l, 'a> {
     costs: CellCosts,
     prune: bool,
     score_all: bool,
+}
+
+/// One searched subset lattice, with what the search did and (for the full
+/// lattice) its best node.
+struct Explored {
+    sub: SubLattice,
     stats: Stats,
     best: Option<Best>,
 }
 
+impl Stats {
+    fn add(&mut self, other: &Stats) {
+        self.subset_lattices += other.subset_lattices;
+        self.nodes_visited += other.nodes_visited;
+        self.nodes_evaluated += other.nodes_evaluated;
+        self.pruned_by_subset += other.pruned_by_subset;
+        self.marked_by_generalisation += other.marked_by_generalisation;
+        self.nodes_pruned = self.pruned_by_subset + self.marked_by_generalisation;
+        self.nodes_scored += other.nodes_scored;
+    }
+}
+
 impl Search<'_, '_> {
-    /// Searches the lattice of `attrs` (`full` when it holds every QI);
-    /// `done` holds the lattices of the subsets one QI smaller.
-    fn explore(
-        &mut self,
+    /// Whether a node of all QIs at `levels` may lose no more than the best
+    /// node so far (its loss floor does not exceed the best loss). Nodes
+    /// above one that may not, may not either: they are skipped, and so is
+    /// computing their classes.
+    fn may_beat(&self, best: Option<&Best>, levels: &[u8]) -> bool {
+        best.is_none_or(|b| {
+            let floor = self.lattice.loss_floor(&self.costs, levels);
+            floor <= b.score.loss + 1e-9 * b.score.loss.abs().max(1.0)
+        })
+    }
+
+    /// Searches the lattice of `space`'s QIs (`full` when it holds every
+    /// QI); `done` holds the lattices of the subsets one QI smaller.
+    fn explore<K: Key>(
+        &self,
         space: Space,
         done: &FxHashMap<u64, SubLattice>,
         full: bool,
-    ) -> SubLattice {
+    ) -> Explored {
+        let mut stats = Stats::default();
+        let mut best: Option<Best> = None;
         let lattice = self.lattice;
         let attrs = space.attrs().to_vec();
         let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
@@ -185,75 +217,102 @@ impl Search<'_, '_> {
         } else {
             Vec::new()
         };
-        self.stats.subset_lattices += 1;
-        let mut status = vec![Status::Pruned; space.size()];
-        let mut bottom: Option<FrequencySet> = None;
-        let mut previous: FxHashMap<u32, FrequencySet> = FxHashMap::default();
-        for (height, layer) in space.by_height().into_iter().enumerate() {
-            let mut current: FxHashMap<u32, FrequencySet> = FxHashMap::default();
-            for index in layer {
-                let index = index as usize;
+        stats.subset_lattices += 1;
+        // Candidates: nodes whose projections one QI smaller are all accepted.
+        let pruned: Vec<bool> = (0..space.size())
+            .map(|index| {
                 let levels = space.decode(index);
-                self.stats.nodes_visited += 1;
-                let pruned = parents
+                parents
                     .iter()
                     .enumerate()
-                    .any(|(j, p)| !p.status[p.space.project(&levels, j)].accepted());
-                if pruned {
-                    self.stats.pruned_by_subset += 1;
+                    .any(|(j, p)| !p.status[p.space.project(&levels, j)].accepted())
+            })
+            .collect();
+        // Incognito's super-root: the meet of all candidates. Candidates
+        // with no computed direct specialisation (those just above the
+        // pruned region) roll up from it, so the input classes are grouped
+        // once per subset.
+        let mut meet: Option<Vec<u8>> = None;
+        for index in (0..space.size()).filter(|&i| !pruned[i]) {
+            let levels = space.decode(index);
+            meet = Some(match meet {
+                None => levels,
+                Some(m) => m.iter().zip(&levels).map(|(&a, &b)| a.min(b)).collect(),
+            });
+        }
+        let mut super_root: Option<FrequencySet<K>> = None;
+        let mut status = vec![Status::Pruned; space.size()];
+        let mut previous: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
+        for (height, layer) in space.by_height().into_iter().enumerate() {
+            let mut current: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
+            for index in layer {
+                let index = index as usize;
+                stats.nodes_visited += 1;
+                if pruned[index] {
+                    stats.pruned_by_subset += 1;
                     continue;
                 }
+                let levels = space.decode(index);
                 let marked = self.prune
                     && (0..attrs.len())
                         .any(|j| levels[j] > 0 && status[index - space.stride(j)].accepted());
                 if marked {
                     status[index] = Status::Marked;
-                    self.stats.marked_by_generalisation += 1;
-                    if !(full && self.score_all) {
+                    stats.marked_by_generalisation += 1;
+                    if !(full && self.score_all && self.may_beat(best.as_ref(), &levels)) {
                         continue;
                     }
                 }
                 // Roll up from the computed direct specialisation with the
-                // fewest classes, else from the subset's bottom node.
-                let source = (0..attrs.len())
+                // fewest classes, else from the super-root.
+                let child = (0..attrs.len())
                     .filter(|&j| levels[j] > 0)
-                    .filter_map(|j| match index - space.stride(j) {
-                        0 => bottom.as_ref(),
-                        child => previous.get(&(child as u32)),
-                    })
-                    .min_by_key(|fs| fs.len())
-                    .or(bottom.as_ref());
-                let fs = lattice.frequency_set(&attrs, &levels, source, false);
+                    .filter_map(|j| previous.get(&((index - space.stride(j)) as u32)))
+                    .min_by_key(|fs| fs.len());
+                let fs = match child {
+                    Some(source) => lattice.frequency_set(&attrs, &levels, Some(source), false),
+                    None => {
+                        let meet = meet.as_deref().expect("a candidate exists");
+                        let root = super_root.get_or_insert_with(|| {
+                            lattice.frequency_set(&attrs, meet, None, false)
+                        });
+                        lattice.frequency_set(&attrs, &levels, Some(&*root), false)
+                    }
+                };
                 let verdict = lattice.verdict(&fs);
                 if !marked {
-                    self.stats.nodes_evaluated += 1;
+                    stats.nodes_evaluated += 1;
                     status[index] = if verdict.accepted {
                         Status::Accepted
                     } else {
                         Status::Rejected
                     };
                 }
-                if full && verdict.accepted && (self.score_all || !marked) {
-                    self.stats.nodes_scored += 1;
+                if full
+                    && verdict.accepted
+                    && (!marked || self.score_all)
+                    && self.may_beat(best.as_ref(), &levels)
+                {
+                    stats.nodes_scored += 1;
                     let candidate = Best {
-                        score: lattice.score(&levels, &fs, &verdict, &self.costs),
+                        score: lattice.score(&fs, &verdict, &self.costs),
                         height,
                         index,
                     };
-                    if self.best.as_ref().is_none_or(|b| candidate.beats(b)) {
-                        self.best = Some(candidate);
+                    if best.as_ref().is_none_or(|b| candidate.beats(b)) {
+                        best = Some(candidate);
                     }
                 }
-                if index == 0 {
-                    bottom = Some(fs);
-                } else {
-                    current.insert(index as u32, fs);
-                }
+                current.insert(index as u32, fs);
             }
             previous = current;
         }
-        self.stats.nodes_pruned = self.stats.pruned_by_subset + self.stats.marked_by_generalisation;
-        SubLattice { space, status }
+        stats.nodes_pruned = stats.pruned_by_subset + stats.marked_by_generalisation;
+        Explored {
+            sub: SubLattice { space, status },
+            stats,
+            best,
+        }
     }
 }
 
@@ -334,28 +393,47 @@ impl Algorithm for Incognito {
                  {MAX_SEARCH_NODES}); use fewer quasi-identifiers or shorter hierarchies, or `datafly`"
             )));
         }
-        let mut search = Search {
+        let search = Search {
             lattice: &lattice,
             costs: lattice.cell_costs(self.params.loss),
             prune,
             score_all: !prune || lattice.max_suppressed() > 0,
-            stats: Stats::default(),
-            best: None,
         };
+        // One key type for every subset: the one the full set of QIs needs.
+        let bits = lattice.key_bits(&(0..n).collect::<Vec<_>>());
+        let mut stats = Stats::default();
         let mut done: FxHashMap<u64, SubLattice> = FxHashMap::default();
+        let mut best = None;
         for size in if prune { 1..=n } else { n..=n } {
+            // The subsets of one size depend only on the smaller ones:
+            // searched in parallel, collected in order (deterministic).
+            let explored: Vec<(u64, Explored)> = subsets(n, size)
+                .into_par_iter()
+                .map(|attrs| {
+                    let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
+                    let space = Space::new(attrs, heights).expect("size checked above");
+                    let full = size == n;
+                    let explored = if u64::holds(bits) {
+                        search.explore::<u64>(space, &done, full)
+                    } else if u128::holds(bits) {
+                        search.explore::<u128>(space, &done, full)
+                    } else {
+                        search.explore::<Wide>(space, &done, full)
+                    };
+                    (mask, explored)
+                })
+                .collect();
             let mut next = FxHashMap::default();
-            for attrs in subsets(n, size) {
-                let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
-                let space = Space::new(attrs, heights).expect("size checked above");
-                let sub = search.explore(space, &done, size == n);
-                next.insert(mask, sub);
+            for (mask, e) in explored {
+                stats.add(&e.stats);
+                best = best.or(e.best);
+                next.insert(mask, e.sub);
             }
             done = next;
         }
         let all = (0..n).fold(0u64, |m, q| m | 1 << q);
         let full = done.remove(&all).expect("the full lattice was searched");
-        let Some(best) = search.best else {
+        let Some(best) = best else {
             return Err(Error::Unsatisfiable(format!(
                 "no full-domain generalisation satisfies {} within the suppression limit ({} rows), \
                  not even every quasi-identifier at the root; raise privacy.suppression_limit or relax the model",
@@ -381,7 +459,7 @@ impl Algorithm for Incognito {
                     .iter()
                     .map(|&i| lattice.describe(&full.space.decode(i)))
                     .collect(),
-                stats: search.stats,
+                stats,
             })?,
             partition,
         })
