@@ -240,11 +240,15 @@ impl Search<'_, '_> {
                 Some(m) => m.iter().zip(&levels).map(|(&a, &b)| a.min(b)).collect(),
             });
         }
-        let mut super_root: Option<FrequencySet<K>> = None;
+        let super_root: Option<FrequencySet<K>> =
+            meet.map(|meet| lattice.frequency_set(&attrs, &meet, None, false));
         let mut status = vec![Status::Pruned; space.size()];
         let mut previous: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
         for (height, layer) in space.by_height().into_iter().enumerate() {
-            let mut current: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
+            // What each node needs depends only on the layer below: decided
+            // first, then the classes of the layer are computed in parallel
+            // and the results applied in order (deterministic).
+            let mut work = Vec::new();
             for index in layer {
                 let index = index as usize;
                 stats.nodes_visited += 1;
@@ -263,39 +267,43 @@ impl Search<'_, '_> {
                         continue;
                     }
                 }
-                // Roll up from the computed direct specialisation with the
-                // fewest classes, else from the super-root.
-                let child = (0..attrs.len())
-                    .filter(|&j| levels[j] > 0)
-                    .filter_map(|j| previous.get(&((index - space.stride(j)) as u32)))
-                    .min_by_key(|fs| fs.len());
-                let fs = match child {
-                    Some(source) => lattice.frequency_set(&attrs, &levels, Some(source), false),
-                    None => {
-                        let meet = meet.as_deref().expect("a candidate exists");
-                        let root = super_root.get_or_insert_with(|| {
-                            lattice.frequency_set(&attrs, meet, None, false)
-                        });
-                        lattice.frequency_set(&attrs, &levels, Some(&*root), false)
-                    }
-                };
-                let verdict = lattice.verdict(&fs);
+                work.push((index, levels, marked));
+            }
+            let layer_best = best;
+            let computed: Vec<_> = work
+                .into_par_iter()
+                .map(|(index, levels, marked)| {
+                    // Roll up from the computed direct specialisation with
+                    // the fewest classes, else from the super-root.
+                    let source = (0..attrs.len())
+                        .filter(|&j| levels[j] > 0)
+                        .filter_map(|j| previous.get(&((index - space.stride(j)) as u32)))
+                        .min_by_key(|fs| fs.len())
+                        .or(super_root.as_ref());
+                    let fs = lattice.frequency_set(&attrs, &levels, source, false);
+                    let verdict = lattice.verdict(&fs);
+                    let score = (full
+                        && verdict.accepted
+                        && (!marked || self.score_all)
+                        && self.may_beat(layer_best.as_ref(), &levels))
+                    .then(|| lattice.score(&fs, &verdict, &self.costs));
+                    (index, marked, verdict.accepted, score, fs)
+                })
+                .collect();
+            let mut current: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
+            for (index, marked, accepted, score, fs) in computed {
                 if !marked {
                     stats.nodes_evaluated += 1;
-                    status[index] = if verdict.accepted {
+                    status[index] = if accepted {
                         Status::Accepted
                     } else {
                         Status::Rejected
                     };
                 }
-                if full
-                    && verdict.accepted
-                    && (!marked || self.score_all)
-                    && self.may_beat(best.as_ref(), &levels)
-                {
+                if let Some(score) = score {
                     stats.nodes_scored += 1;
                     let candidate = Best {
-                        score: lattice.score(&fs, &verdict, &self.costs),
+                        score,
                         height,
                         index,
                     };

@@ -62,7 +62,7 @@ pub enum Loss {
 /// code"), at the bit offsets of a [`Layout`]. Packed keys make rollups
 /// cheap (one changed QI is one masked field) and hash fast; [`Wide`]
 /// holds any number of QIs.
-pub(crate) trait Key: Clone + Eq {
+pub(crate) trait Key: Clone + Eq + Send + Sync {
     /// The tuple of all zeros for `width` QIs.
     fn zeros(width: usize) -> Self;
     /// The dense code at position `j`.
