@@ -7,7 +7,7 @@
 //! in the current (generalised) table goes up one level of its hierarchy
 //! (ties: the first QI in job order). The rows still in rejected classes
 //! are then suppressed and counted. Each step's classes are rolled up from
-//! the previous step's counts on the shared [`lattice`](super::lattice).
+//! the previous step's counts on the shared lattice (`algorithms/lattice.rs`).
 //!
 //! Sweeney's original stops once at most k rows remain to suppress. kanon
 //! honours the job's `privacy.suppression_limit` instead (default 0, so no

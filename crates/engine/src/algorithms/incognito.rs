@@ -12,7 +12,9 @@
 //! specialisation is accepted without a test (*generalisation property*).
 //! Every test rolls the class counts up from an already computed, more
 //! specific node of the same subset (*rollup property*, see
-//! [`lattice`](super::lattice)).
+//! `algorithms/lattice.rs`); candidates with no computed
+//! specialisation roll up from the subset's *super-root*, the meet of its
+//! candidates, grouped once from the input classes (Incognito, section 4).
 //!
 //! Both properties hold for the privacy models only when they are monotone
 //! (and, under a suppression limit, monotone with suppression); otherwise
@@ -21,9 +23,17 @@
 //! Among the accepted nodes of all QIs the one of least [`Loss`] is chosen;
 //! ties go to the smaller discernibility (the finer release), then the lower
 //! node, then the smaller level vector in QI order. Without suppression all
-//! four losses only grow with generalisation, so only the minimal accepted
-//! nodes are scored; under a suppression limit a more general node may
-//! suppress fewer rows and lose less, so every accepted node is scored.
+//! four losses only grow with generalisation, so the answer is a minimal
+//! accepted node and marked nodes are not scored; under a suppression limit
+//! a more general node may suppress fewer rows and lose less, so every
+//! accepted node is scored unless its loss floor (its loss with nothing
+//! suppressed, a lower bound that grows with generalisation) already exceeds
+//! the best loss found.
+//!
+//! The subsets of one size, and the nodes of one height within a subset's
+//! lattice, depend only on what lies below them: they are computed in
+//! parallel and their results applied in a fixed order, so the answer and
+//! the reported statistics do not depend on the thread count.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
