@@ -107,3 +107,15 @@ pub fn first_rows(batches: Vec<RecordBatch>, n: usize) -> Vec<RecordBatch> {
     }
     out
 }
+
+/// Record batches of a Parquet file, given relative to the repository root
+/// (or absolute).
+pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
+    let file = std::fs::File::open(repo_root().join(path)).expect("readable Parquet input");
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap()
+}
