@@ -267,9 +267,21 @@ fn two_requirements_of_section_5_2_2() {
     let optimum = exhaustive(&table, &[(vec![0, 1], 4), (vec![1, 2], 11)]);
     assert_eq!(result.details["rows_out"], optimum);
     assert_eq!(result.report.distinct_rows_out, optimum as usize);
-    // The paper's answer (Fig. 16a) has 5 rows; the exact search finds no
-    // fewer.
-    assert!(optimum >= 5, "{optimum}");
+    // The paper's answer (Fig. 16a: Sex to Any, Hrs to two intervals) has
+    // 5 rows; keeping Sex and lifting Hrs to Any keeps 6, which the paper's
+    // own search order finds here.
+    assert_eq!(optimum, 6);
+    assert_eq!(
+        published(&table, &result),
+        vec![
+            row(&["11th", "M", "Any"], 5),
+            row(&["12th", "F", "Any"], 4),
+            row(&["Bac", "F", "Any"], 10),
+            row(&["Grad", "F", "Any"], 4),
+            row(&["Grad", "M", "Any"], 4),
+            row(&["Jr", "M", "Any"], 7),
+        ]
+    );
     // A plain k on all QIs gives the stand-in model to single-k algorithms
     // and the same requirements to the verifier.
     let mut mondrian = spec.clone();

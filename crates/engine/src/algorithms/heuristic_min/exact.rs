@@ -34,6 +34,8 @@ use super::problem::{Budget, Found, Problem, StateSet, Stop};
 pub(super) struct ProofCounters {
     /// The attribute solved by dynamic programming.
     pub attribute: String,
+    /// Cuts of the other shield attributes: the states the proof may visit.
+    pub rest_states: f64,
     pub nodes_generated: u64,
     pub nodes_expanded: u64,
     pub nodes_pruned: u64,
@@ -127,6 +129,32 @@ impl<'p, const N: usize> Exact<'p, N> {
             masks,
             level: FxHashMap::default(),
             projected: FxHashMap::default(),
+        }
+    }
+
+    /// Number of cuts of the shield attributes other than the eliminated
+    /// one (an upper bound on the states the proof visits).
+    pub fn rest_states(&self) -> f64 {
+        self.p
+            .attrs
+            .iter()
+            .enumerate()
+            .filter(|&(b, _)| b != self.a)
+            .map(|(_, x)| x.cut_count())
+            .product()
+    }
+
+    /// The counters of a proof not tried because it is too large.
+    pub fn skipped(&self) -> ProofCounters {
+        ProofCounters {
+            attribute: self.p.attrs[self.a].name.to_string(),
+            rest_states: self.rest_states(),
+            nodes_generated: 0,
+            nodes_expanded: 0,
+            nodes_pruned: 0,
+            duplicates: 0,
+            improved: false,
+            stopped_by: Stop::ProofTooLarge,
         }
     }
 
@@ -301,6 +329,7 @@ impl<'p, const N: usize> Exact<'p, N> {
         let p = self.p;
         let mut counters = ProofCounters {
             attribute: p.attrs[self.a].name.to_string(),
+            rest_states: self.rest_states(),
             nodes_generated: 0,
             nodes_expanded: 0,
             nodes_pruned: 0,

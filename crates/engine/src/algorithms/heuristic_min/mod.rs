@@ -34,7 +34,10 @@
 //! an exact best-first search over the cuts of all shield attributes but the
 //! one with the largest hierarchy, which is solved by dynamic programming
 //! over its tree. It starts from the paper's answer, prunes with it, and
-//! replaces it if it finds a larger table.
+//! replaces it if it finds a larger table. Its size is exponential in the
+//! number of those attributes; it is tried only when their cuts number at
+//! most `proof_limit` (default one million), so a job without a budget
+//! always ends.
 //!
 //! **Bounds.** The paper prunes with a state's rows. With a requirement on
 //! all QIs of degree `k`, `bound = "classes"` (default) uses the tighter
@@ -98,6 +101,10 @@ fn yes() -> bool {
     true
 }
 
+fn default_proof_limit() -> f64 {
+    1e6
+}
+
 /// HeuristicMin's parameters (`[algorithm]` keys of the job).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +123,11 @@ pub struct HeuristicMinParams {
     /// if needed (default true; not needed with `successors = "value"`).
     #[serde(default = "yes")]
     pub prove: bool,
+    /// Try the proof only when the cuts of the shield attributes other than
+    /// the largest number at most this many (default 1,000,000), so a job
+    /// without a budget always ends.
+    #[serde(default = "default_proof_limit")]
+    pub proof_limit: f64,
     /// Stop after expanding this many states (both phases together).
     #[serde(default)]
     pub budget_nodes: Option<u64>,
@@ -131,6 +143,7 @@ impl Default for HeuristicMinParams {
             bound: Bound::default(),
             dive: true,
             prove: true,
+            proof_limit: default_proof_limit(),
             budget_nodes: None,
             budget_seconds: None,
         }
@@ -156,6 +169,12 @@ impl HeuristicMin {
                     "must be a positive number of seconds",
                 ));
             }
+        }
+        if params.proof_limit.is_nan() || params.proof_limit < 0.0 {
+            return Err(Error::spec(
+                "algorithm.proof_limit",
+                "must be a number of states, at least 0",
+            ));
         }
         Ok(HeuristicMin { params })
     }
@@ -259,7 +278,12 @@ fn run_phases<const N: usize>(p: &Problem<'_>, params: &HeuristicMinParams) -> P
     let mut proof = None;
     let from_paper = best.as_ref().map(|b| (b.rows, b.steps, b.depth));
     if !exact_search && params.prove && paper.stop == Stop::SearchComplete {
-        let c = Exact::<N>::new(p).run(&mut budget, &mut best);
+        let exact = Exact::<N>::new(p);
+        let c = if exact.rest_states() > params.proof_limit {
+            exact.skipped()
+        } else {
+            exact.run(&mut budget, &mut best)
+        };
         stop = c.stopped_by;
         proof = Some(c);
     }

@@ -531,6 +531,9 @@ pub(super) enum Stop {
     NodeBudget,
     /// `budget_seconds` passed.
     TimeBudget,
+    /// The proof was not tried: the other attributes have more cuts than
+    /// `proof_limit`.
+    ProofTooLarge,
 }
 
 impl Budget {
