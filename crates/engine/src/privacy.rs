@@ -163,9 +163,10 @@ impl Requirement {
 ///
 /// Algorithms that understand a single k (every one but HeuristicMin) see
 /// the requirements through one stand-in model: k-anonymity with the largest
-/// k of all requirements, on all QIs. Every class of k rows on all QIs is a
-/// union of classes of every shield's projection, so that stand-in satisfies
-/// every requirement (over-protecting the smaller ones). The verifier does
+/// k of all requirements, on all QIs. A tuple of any shield's projection
+/// gathers whole classes of the release, so it has at least as many rows as
+/// one class: the stand-in satisfies every requirement (over-protecting the
+/// smaller ones). The verifier does
 /// not use the stand-in: it checks every requirement by projection, so
 /// requirement-aware algorithms are held to exactly what the job asked.
 #[derive(Debug)]

@@ -295,6 +295,23 @@ fn two_requirements_of_section_5_2_2() {
         .all(|c| c.violating_tuples == 0));
 }
 
+/// Same input and job, same release and details (no random choice, no
+/// hash-order dependence).
+#[test]
+fn deterministic() {
+    for params in [
+        "",
+        "successors = \"value\"",
+        "dive = false\nbound = \"rows\"",
+    ] {
+        let (spec, table) = figure13(params);
+        let a = anonymize(&spec, &table).unwrap();
+        let b = anonymize(&spec, &table).unwrap();
+        assert_eq!(a.partition, b.partition);
+        assert_eq!(a.details, b.details);
+    }
+}
+
 /// The rows of the best state among all attribute-wise states (every
 /// combination of hierarchy cuts of the shield attributes), counted from the
 /// raw rows: an oracle independent of HeuristicMin's rollup.
