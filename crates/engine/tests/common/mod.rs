@@ -19,8 +19,18 @@ pub fn repo_root() -> PathBuf {
 
 /// The bundled Adult data as record batches.
 pub fn adult_batches() -> Vec<RecordBatch> {
-    let file = std::fs::File::open(repo_root().join("data/adult/adult.parquet"))
-        .expect("bundled adult.parquet");
+    adult_batches_from("data/adult/adult.parquet")
+}
+
+/// The record batches of a Parquet file, found as given or relative to the
+/// repository root.
+pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
+    let path = if std::path::Path::new(path).exists() {
+        PathBuf::from(path)
+    } else {
+        repo_root().join(path)
+    };
+    let file = std::fs::File::open(&path).expect("readable Parquet input");
     ParquetRecordBatchReaderBuilder::try_new(file)
         .unwrap()
         .build()
