@@ -47,6 +47,23 @@ pub trait PrivacyModel: Debug + Send + Sync {
         let _ = (class, row);
         true
     }
+    /// Whether a class containing an accepted class is always accepted, so
+    /// merging classes never adds rows to the rejected ones (ARX: "monotonic
+    /// with suppression"). Lattice searches (Incognito) prune soundly under a
+    /// suppression limit only when every model says so; `false`, the
+    /// default, is always safe (no pruning).
+    fn is_monotone_with_suppression(&self) -> bool {
+        false
+    }
+    /// Whether [`PrivacyModel::accepts`] looks at the rows of a class.
+    /// `false` promises that `accepts(class)` is exactly
+    /// `class.rows.len() >= self.min_class_size()`, so searches may test
+    /// classes by their sizes alone (the lattice of Datafly and Incognito
+    /// rolls up counts, not row lists). `true`, the default, is always
+    /// correct, only slower.
+    fn needs_rows(&self) -> bool {
+        true
+    }
     /// Checks, before any work, that the table (with `active_rows` rows the
     /// algorithms may publish, of which up to `max_suppressed` may be
     /// withheld) can satisfy the model at all.
@@ -87,6 +104,12 @@ impl PrivacyModel for KAnonymity {
     }
     fn accepts(&self, class: ClassView<'_>) -> bool {
         class.rows.len() >= self.k
+    }
+    fn is_monotone_with_suppression(&self) -> bool {
+        true
+    }
+    fn needs_rows(&self) -> bool {
+        false
     }
 }
 
@@ -187,6 +210,19 @@ impl Privacy {
     /// Whether every model is monotone.
     pub fn is_monotone(&self) -> bool {
         self.models.iter().all(|m| m.is_monotone())
+    }
+
+    /// Whether every model is monotone with suppression (see
+    /// [`PrivacyModel::is_monotone_with_suppression`]).
+    pub fn is_monotone_with_suppression(&self) -> bool {
+        self.models.iter().all(|m| m.is_monotone_with_suppression())
+    }
+
+    /// Whether some model needs the rows of a class (see
+    /// [`PrivacyModel::needs_rows`]); when not, a class is accepted exactly
+    /// when it has at least [`Privacy::min_class_size`] rows.
+    pub fn needs_rows(&self) -> bool {
+        self.models.iter().any(|m| m.needs_rows())
     }
 
     /// A readable description of all models.
@@ -321,6 +357,11 @@ impl PrivacyModel for DistinctLDiversity {
         };
         class.rows.len() >= self.l && distinct_up_to(col, class.rows, self.l) >= self.l
     }
+    /// A class holding an l-diverse class holds its l values: suppressing
+    /// the rest of a table never breaks an accepted class.
+    fn is_monotone_with_suppression(&self) -> bool {
+        true
+    }
     fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
         sensitive_column(class.table, &self.column).is_some_and(|col| {
             let v = col.codes()[row as usize];
@@ -357,7 +398,8 @@ impl PrivacyModel for DistinctLDiversity {
 ///
 /// Monotone: entropy is concave, so the entropy of a union is at least the
 /// smallest entropy of its parts. Adding arbitrary rows to an accepted class
-/// can break it, though (many copies of one value).
+/// can break it, though (many copies of one value), so it is not monotone
+/// with suppression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntropyLDiversity {
     /// The sensitive column.
@@ -441,7 +483,8 @@ impl PrivacyModel for EntropyLDiversity {
 /// frequent value is not too frequent.
 ///
 /// Monotone (ibid., Theorem 4.2 on generalisation): merging two classes
-/// keeps the property.
+/// keeps the property; adding arbitrary rows does not (not monotone with
+/// suppression).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecursiveCLDiversity {
     /// The sensitive column.

@@ -3,7 +3,10 @@
 //! Every algorithm reads the encoded table and its classes and returns a
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
 
+pub mod datafly;
+pub mod incognito;
 pub mod l_clustering;
+pub(crate) mod lattice;
 pub mod mondrian;
 
 use serde::Serialize;
@@ -50,7 +53,7 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 }
 
 /// Names of the registered algorithms.
-pub const NAMES: &[&str] = &["mondrian", "l-clustering"];
+pub const NAMES: &[&str] = &["mondrian", "datafly", "incognito", "l-clustering"];
 
 /// The algorithm a job names, with its parameters parsed.
 ///
@@ -60,6 +63,8 @@ pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
+        "datafly" => Ok(Box::new(datafly::Datafly::from_params(a.params()?))),
+        "incognito" => Ok(Box::new(incognito::Incognito::from_params(a.params()?))),
         "l-clustering" => Ok(Box::new(l_clustering::LClustering::from_params(
             a.params()?,
         ))),

@@ -22,15 +22,10 @@ pub fn adult_batches() -> Vec<RecordBatch> {
     adult_batches_from("data/adult/adult.parquet")
 }
 
-/// The record batches of a Parquet file, found as given or relative to the
-/// repository root.
+/// The record batches of a Parquet file, its path relative to the
+/// repository root (or absolute).
 pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
-    let path = if std::path::Path::new(path).exists() {
-        PathBuf::from(path)
-    } else {
-        repo_root().join(path)
-    };
-    let file = std::fs::File::open(&path).expect("readable Parquet input");
+    let file = std::fs::File::open(repo_root().join(path)).expect("readable Parquet input");
     ParquetRecordBatchReaderBuilder::try_new(file)
         .unwrap()
         .build()
