@@ -42,7 +42,47 @@ enum Attr {
     /// and the bitset length in words.
     Set { inv_denom: f64, words: usize },
     /// Through a hierarchy: the unweighted loss of every node.
-    Tree { h: Arc<Hierarchy>, loss: Vec<f64> },
+    Tree { lca: Lca, loss: Vec<f64> },
+}
+
+/// Lowest common ancestors of a hierarchy, from a table when the hierarchy
+/// is small (joins are the inner loop of clustering).
+#[derive(Debug, Clone)]
+struct Lca {
+    h: Arc<Hierarchy>,
+    /// `table[a * nodes + b]`, when `nodes <= MAX_LCA_TABLE_NODES`.
+    table: Vec<u32>,
+    nodes: usize,
+}
+
+/// Largest hierarchy (in nodes) whose LCA table is kept: 1024^2 entries.
+const MAX_LCA_TABLE_NODES: usize = 1024;
+
+impl Lca {
+    fn new(h: &Arc<Hierarchy>) -> Self {
+        let nodes = h.node_count();
+        let table = if nodes <= MAX_LCA_TABLE_NODES {
+            (0..nodes as u32)
+                .flat_map(|a| (0..nodes as u32).map(move |b| (a, b)))
+                .map(|(a, b)| h.lca(NodeId(a), NodeId(b)).0)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Lca {
+            h: h.clone(),
+            table,
+            nodes,
+        }
+    }
+
+    fn of(&self, a: u32, b: u32) -> u32 {
+        if self.table.is_empty() {
+            self.h.lca(NodeId(a), NodeId(b)).0
+        } else {
+            self.table[a as usize * self.nodes + b as usize]
+        }
+    }
 }
 
 /// Per-QI setup of the weighted uncertainty loss of a table.
@@ -64,7 +104,7 @@ impl UncertaintyLoss {
             .map(
                 |col| match (col.hierarchy(), through_hierarchies, col.kind()) {
                     (Some(h), true, _) => Attr::Tree {
-                        h: h.clone(),
+                        lca: Lca::new(h),
                         loss: (0..h.node_count() as u32)
                             .map(|n| flexible_share(col, &Cell::Node(NodeId(n))))
                             .collect(),
@@ -151,9 +191,7 @@ impl UncertaintyLoss {
                     let m = popcount(bits) + usize::from(!inside);
                     (m - 1) as f64 * inv_denom
                 }
-                (Attr::Tree { h, loss }, Span::Node(n)) => {
-                    loss[h.lca(NodeId(*n), NodeId(code)).0 as usize]
-                }
+                (Attr::Tree { lca, loss }, Span::Node(n)) => loss[lca.of(*n, code) as usize],
                 _ => unreachable!("span of another attribute kind"),
             }
     }
@@ -175,8 +213,8 @@ impl UncertaintyLoss {
                         .sum();
                     (m as usize).saturating_sub(1) as f64 * inv_denom
                 }
-                (Attr::Tree { h, loss }, Span::Node(x), Span::Node(y)) => {
-                    loss[h.lca(NodeId(*x), NodeId(*y)).0 as usize]
+                (Attr::Tree { lca, loss }, Span::Node(x), Span::Node(y)) => {
+                    loss[lca.of(*x, *y) as usize]
                 }
                 _ => unreachable!("spans of another attribute kind"),
             }
@@ -212,9 +250,7 @@ impl UncertaintyLoss {
                 (Attr::Set { inv_denom, .. }, Span::Set(bits)) => {
                     ((bits[0] | key).count_ones() as usize).saturating_sub(1) as f64 * inv_denom
                 }
-                (Attr::Tree { h, loss }, Span::Node(n)) => {
-                    loss[h.lca(NodeId(*n), NodeId(key as u32)).0 as usize]
-                }
+                (Attr::Tree { lca, loss }, Span::Node(n)) => loss[lca.of(*n, key as u32) as usize],
                 _ => unreachable!("span of another attribute kind"),
             }
     }
@@ -227,7 +263,7 @@ impl UncertaintyLoss {
                 *hi = (*hi).max(code);
             }
             (Attr::Set { .. }, Span::Set(bits)) => bits[code as usize / 64] |= 1 << (code % 64),
-            (Attr::Tree { h, .. }, Span::Node(n)) => *n = h.lca(NodeId(*n), NodeId(code)).0,
+            (Attr::Tree { lca, .. }, Span::Node(n)) => *n = lca.of(*n, code),
             _ => unreachable!("span of another attribute kind"),
         }
     }
@@ -244,9 +280,7 @@ impl UncertaintyLoss {
                     *a |= b;
                 }
             }
-            (Attr::Tree { h, .. }, Span::Node(n), Span::Node(m)) => {
-                *n = h.lca(NodeId(*n), NodeId(*m)).0
-            }
+            (Attr::Tree { lca, .. }, Span::Node(n), Span::Node(m)) => *n = lca.of(*n, *m),
             _ => unreachable!("spans of another attribute kind"),
         }
     }
