@@ -229,6 +229,31 @@ fn worked_example_8_l_clustering_is_3_diverse_and_beats_full_domain_on_every_row
 }
 
 #[test]
+fn worked_example_8_l_diverse_incognito_is_table_4() {
+    // Fig. 1 of the paper: age {50..55} -> {[50-51],[52-53],[54-55]} ->
+    // [50-55]; zip by masking. The only minimal 3-diverse full-domain node
+    // is ([50-55], 125**) for every row: Table 4.
+    let mut spec = hospital_job("incognito", 3, "");
+    spec.attributes[0].kind = None;
+    spec.attributes[0].cuts = Some(vec![vec![50.0, 52.0, 54.0, 56.0], vec![50.0, 56.0]]);
+    let table = hospital_table(&spec);
+    let result = anonymize(&spec, &table).unwrap();
+    for r in 0..10 {
+        let labels: Vec<String> = table
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(q, c)| c.cell_label(result.partition.cell(r, q)))
+            .collect();
+        assert_eq!(labels, vec!["[50-55]", "125**"], "row {r}");
+    }
+    // L-clustering loses less on this table (SPEC example 8).
+    let lc = anonymize(&hospital_job("l-clustering", 3, ""), &table).unwrap();
+    assert!(lc.report.ncp < result.report.ncp);
+    assert!(lc.report.uncertainty_loss < result.report.uncertainty_loss);
+}
+
+#[test]
 fn worked_example_8_l_diverse_mondrian() {
     let spec = hospital_job("mondrian", 3, "");
     let table = hospital_table(&spec);
@@ -340,6 +365,12 @@ fn random_job(algorithm: &str, params: &str, k: usize, l: usize, variant: &str, 
     } else {
         String::new()
     };
+    // Full-domain algorithms need a hierarchy on every QI: sex gets `M -> *`.
+    let sex_hierarchy = if matches!(algorithm, "incognito" | "datafly") {
+        "masking = true"
+    } else {
+        ""
+    };
     toml::from_str(&format!(
         r#"
         [privacy]
@@ -362,6 +393,7 @@ fn random_job(algorithm: &str, params: &str, k: usize, l: usize, variant: &str, 
         [[attributes]]
         name = "sex"
         role = "quasi-identifier"
+        {sex_hierarchy}
         [[attributes]]
         name = "disease"
         role = "sensitive"
@@ -373,7 +405,9 @@ fn random_job(algorithm: &str, params: &str, k: usize, l: usize, variant: &str, 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// Every algorithm that accepts `l` either releases a partition whose
+    /// Every algorithm that accepts `l` (L-clustering in its three forms,
+    /// Mondrian, and the full-domain Incognito and Datafly, whose node test
+    /// asks the same models) either releases a partition whose
     /// every class is l-diverse (checked here by the definitions, not by
     /// the models) or refuses a job the whole table cannot satisfy.
     #[test]
@@ -395,6 +429,8 @@ proptest! {
             ("l-clustering", "generalisation = \"hierarchy\""),
             ("l-clustering", "distance = \"class\""),
             ("mondrian", ""),
+            ("incognito", ""),
+            ("datafly", ""),
         ] {
             if algorithm == "mondrian" && variant != "distinct" {
                 // See `mondrian_entropy_pooling` below.
