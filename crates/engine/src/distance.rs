@@ -255,6 +255,38 @@ impl UncertaintyLoss {
             }
     }
 
+    /// [`UncertaintyLoss::join_loss_key`] of one span with many packed
+    /// spans: `out[i]` for `keys[i]` (the kind dispatch hoisted out of the
+    /// loop, which is the first pass of a scan over all clusters).
+    pub(crate) fn join_loss_keys(&self, q: usize, span: &Span, keys: &[u64], out: &mut Vec<f64>) {
+        out.clear();
+        let w = self.weights[q];
+        match (&self.attrs[q], span) {
+            (Attr::Range { values, inv_range }, Span::Range { lo, hi }) => {
+                let scale = w * inv_range;
+                out.extend(keys.iter().map(|&key| {
+                    let (l2, h2) = ((key >> 32) as u32, key as u32);
+                    (values[(*hi).max(h2) as usize] - values[(*lo).min(l2) as usize]) * scale
+                }));
+            }
+            (Attr::Set { inv_denom, .. }, Span::Set(bits)) => {
+                let scale = w * inv_denom;
+                out.extend(
+                    keys.iter().map(|&key| {
+                        ((bits[0] | key).count_ones().saturating_sub(1)) as f64 * scale
+                    }),
+                );
+            }
+            (Attr::Tree { lca, loss }, Span::Node(n)) => {
+                out.extend(
+                    keys.iter()
+                        .map(|&key| w * loss[lca.of(*n, key as u32) as usize]),
+                );
+            }
+            _ => unreachable!("span of another attribute kind"),
+        }
+    }
+
     /// Widens `span` to cover `code`.
     pub(crate) fn add_code(&self, q: usize, span: &mut Span, code: u32) {
         match (&self.attrs[q], span) {

@@ -602,6 +602,8 @@ struct Run<'a> {
     stats: Stats,
     /// Scratch: per-depth cost tables.
     costs: Vec<Vec<f64>>,
+    /// Scratch of the cluster scan: per-slot joins, candidate bounds.
+    scratch: std::cell::RefCell<(Vec<f64>, Vec<(f64, usize)>)>,
     distance: ClusterDistance,
 }
 
@@ -631,6 +633,7 @@ impl<'a> Run<'a> {
             suppressed: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(ctx.spec.algorithm.seed),
             stats: Stats::default(),
+            scratch: Default::default(),
             distance,
         }
     }
@@ -797,46 +800,78 @@ impl<'a> Run<'a> {
     /// Every term is at least `w_G L(G'_q)`, so `w_G (L(G') - L(G))` plus the
     /// exact excess `(w_G' + w_G) (L(J_q) - L(G'_q))` of the indexed QIs
     /// bounds it from below, and is exact when every QI is indexed.
+    ///
+    /// A first pass bounds every cluster by its loss and the first indexed QI
+    /// in one tight loop; the clusters below `bound` are then refined, the
+    /// one with the smallest bound first, skipping any whose bound reaches
+    /// the best distance found.
     fn nearest_cluster(&self, g: &Cluster, bound: f64) -> Option<(usize, f64)> {
         let f = &self.finished;
-        if bound <= 0.0 {
+        if bound <= 0.0 || f.is_empty() {
             // DS >= 0: nothing beats a tuple at distance 0.
             return None;
         }
         let wg = self.weight_of(g.rows.len() as f64);
+        let mut scratch = self.scratch.borrow_mut();
+        let (joined, candidates) = &mut *scratch;
+        candidates.clear();
+        match f.indexed.first() {
+            Some(&q) => {
+                self.loss.join_loss_keys(q, &g.spans[q], &f.keys[0], joined);
+                for (id, (&j, &own)) in joined.iter().zip(&f.key_loss[0]).enumerate() {
+                    let wc = self.weight_of(f.size[id]);
+                    let lb = wg * (f.loss[id] - g.loss) + (wg + wc) * (j - own);
+                    if lb < bound {
+                        candidates.push((lb, id));
+                    }
+                }
+            }
+            None => candidates.extend(
+                f.loss
+                    .iter()
+                    .enumerate()
+                    .map(|(id, &l)| (wg * (l - g.loss), id))
+                    .filter(|&(lb, _)| lb < bound),
+            ),
+        }
+        // The most promising cluster first, for a tight bound; then the rest
+        // in slot order.
+        let Some(first) = (0..candidates.len()).min_by(|&a, &b| {
+            let (x, y) = (candidates[a], candidates[b]);
+            x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
+        }) else {
+            return None;
+        };
+        candidates.swap(0, first);
+        let refined = usize::from(!f.indexed.is_empty());
         let mut best = bound;
-        let mut found = None;
-        for id in 0..f.slots.len() {
-            let mut acc = wg * (f.loss[id] - g.loss);
-            if acc >= best {
+        let mut found: Option<(usize, f64)> = None;
+        for &(lb, id) in candidates.iter() {
+            if lb >= best {
                 continue;
             }
             let wc = self.weight_of(f.size[id]);
-            for (k, &q) in f.indexed.iter().enumerate() {
+            let mut acc = lb;
+            for (k, &q) in f.indexed.iter().enumerate().skip(refined) {
                 let own = f.key_loss[k][id];
                 acc += (wg + wc) * (self.loss.join_loss_key(q, &g.spans[q], f.keys[k][id]) - own);
                 if acc >= best {
                     break;
                 }
             }
-            if acc >= best {
-                continue;
-            }
-            if f.exact {
-                best = acc;
-                found = Some((id, acc));
-                continue;
-            }
-            let c = f.get(id);
-            let mut acc = -wg * g.loss;
-            for &q in &self.trie.order {
-                acc += (wg + wc) * self.loss.join_loss(q, &g.spans[q], &c.spans[q])
-                    - wc * c.attr_loss[q];
-                if acc >= best {
-                    break;
+            if !f.exact && acc < best {
+                let c = f.get(id);
+                acc = -wg * g.loss;
+                for &q in &self.trie.order {
+                    acc += (wg + wc) * self.loss.join_loss(q, &g.spans[q], &c.spans[q])
+                        - wc * c.attr_loss[q];
+                    if acc >= best {
+                        break;
+                    }
                 }
             }
-            if acc < best {
+            // Ties go to the lower slot.
+            if acc < best || (acc == best && found.is_some_and(|(i, _)| id < i)) {
                 best = acc;
                 found = Some((id, acc));
             }
