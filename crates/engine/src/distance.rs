@@ -222,15 +222,12 @@ impl UncertaintyLoss {
 
     /// A span packed into one word, when it fits (ranges, nodes, sets of at
     /// most 64 codes): cheap to store column-wise for fast bounds.
-    pub(crate) fn key(&self, q: usize, span: &Span) -> Option<u64> {
+    pub(crate) fn key(span: &Span) -> Option<u64> {
         match span {
             Span::Range { lo, hi } => Some((*lo as u64) << 32 | *hi as u64),
             Span::Set(bits) if bits.len() == 1 => Some(bits[0]),
             Span::Set(_) => None,
-            Span::Node(n) => {
-                let _ = q;
-                Some(*n as u64)
-            }
+            Span::Node(n) => Some(*n as u64),
         }
     }
 

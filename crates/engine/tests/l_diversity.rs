@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use kanon_engine::encode::QiTable;
 use kanon_engine::metrics::loss::cell_ncp;
@@ -333,10 +333,6 @@ fn released_files_are_checked_for_l() {
         matches!(err, Error::VerificationFailed(_)) && err.to_string().contains("l-diversity"),
         "{err}"
     );
-    // The recoded QI labels are the flexible cells.
-    let age = released.column(released.schema().index_of("Age").unwrap());
-    let age = arrow::compute::cast(age, &DataType::Utf8).unwrap();
-    assert!(age.as_string::<i32>().iter().all(|v| v.is_some()));
 }
 
 /// A random table: age (interval hierarchy), zip (masking), sex (flexible),

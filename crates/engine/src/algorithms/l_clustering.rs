@@ -19,9 +19,11 @@
 //! `DS(t1, t2) = L(t1, t12) + L(t2, t12)` with `t12` the join of both and
 //! `L` the uncertainty loss with per-attribute weights ([`crate::distance`]).
 //! For a generalised `t2` the loss `L(t2, t12)` is read as the growth of its
-//! loss, `L(t12) - L(t2)`; the paper compares clusters through their
+//! loss, `L(t12) - L(t2)`. The paper compares clusters through their
 //! generalised tuples alone, not weighted by their sizes, and so does this
-//! module.
+//! module by default; `distance = "class"` weights each side by its rows
+//! (KACA's class distance), which loses less on Adult
+//! (`docs/results/ldiv.md`).
 //!
 //! The model is whatever `ctx.privacy` holds (k, and distinct, entropy or
 //! recursive l-diversity): "l distinct values" is the paper's special case
@@ -35,8 +37,8 @@
 //! the remaining rows per sensitive value; the nearest helpful tuple is found
 //! by branch and bound (the join of a span with a value never costs less
 //! than the span), visiting first the values the cluster already covers.
-//! Finished clusters keep column-wise copies of their losses and of a few
-//! packed spans, so the scan for the closest cluster bounds
+//! Finished clusters keep column-wise copies of their losses and of their
+//! spans packed into words, so the scan for the closest cluster bounds
 //! `DS(G', G) >= L(G') - L(G) + ...` for each of them in a few operations and
 //! evaluates only those whose bound beats the best distance so far.
 
@@ -517,7 +519,7 @@ impl Finished {
         }
     }
 
-    fn insert(&mut self, loss: &UncertaintyLoss, c: Cluster) -> usize {
+    fn insert(&mut self, c: Cluster) -> usize {
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -531,7 +533,7 @@ impl Finished {
                 self.slots.len() - 1
             }
         };
-        self.put_back(loss, id, c);
+        self.put_back(id, c);
         id
     }
 
@@ -546,14 +548,14 @@ impl Finished {
     }
 
     /// Puts a (changed) cluster into slot `id`, freed by [`Finished::remove`].
-    fn put_back(&mut self, loss: &UncertaintyLoss, id: usize, c: Cluster) {
+    fn put_back(&mut self, id: usize, c: Cluster) {
         if let Some(i) = self.free.iter().rposition(|&f| f == id) {
             self.free.remove(i);
         }
         self.loss[id] = c.loss;
         self.size[id] = c.rows.len() as f64;
         for (k, &q) in self.indexed.iter().enumerate() {
-            self.keys[k][id] = loss.key(q, &c.spans[q]).unwrap_or(0);
+            self.keys[k][id] = UncertaintyLoss::key(&c.spans[q]).unwrap_or(0);
             self.key_loss[k][id] = c.attr_loss[q];
         }
         self.slots[id] = Some(c);
@@ -689,7 +691,7 @@ impl<'a> Run<'a> {
                     },
                 }
             }
-            self.finished.insert(self.loss, g);
+            self.finished.insert(g);
         }
         Ok(())
     }
@@ -900,7 +902,7 @@ impl<'a> Run<'a> {
             if let Some(i) = self.nearest_cluster_to_row(row) {
                 let mut c = self.finished.remove(i);
                 c.add_row(self.table, self.loss, row);
-                self.finished.put_back(self.loss, i, c);
+                self.finished.put_back(i, c);
             }
         }
     }
@@ -929,7 +931,7 @@ impl<'a> Run<'a> {
             };
             let mut c = self.finished.remove(j);
             c.absorb(self.loss, bad);
-            self.finished.put_back(self.loss, j, c);
+            self.finished.put_back(j, c);
             self.stats.repair_merges += 1;
         }
         Ok(())
