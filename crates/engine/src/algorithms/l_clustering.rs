@@ -579,6 +579,10 @@ impl Finished {
     }
 }
 
+/// Buffers of [`Run::nearest_cluster`], kept across calls: the join loss of
+/// the first indexed QI per slot, and `(bound, slot)` of the candidates.
+type ScanScratch = (Vec<f64>, Vec<(f64, usize)>);
+
 #[derive(Debug, Default)]
 struct Stats {
     started: usize,
@@ -604,8 +608,8 @@ struct Run<'a> {
     stats: Stats,
     /// Scratch: per-depth cost tables.
     costs: Vec<Vec<f64>>,
-    /// Scratch of the cluster scan: per-slot joins, candidate bounds.
-    scratch: std::cell::RefCell<(Vec<f64>, Vec<(f64, usize)>)>,
+    /// Scratch of the cluster scan.
+    scratch: std::cell::RefCell<ScanScratch>,
     distance: ClusterDistance,
 }
 
@@ -838,12 +842,10 @@ impl<'a> Run<'a> {
         }
         // The most promising cluster first, for a tight bound; then the rest
         // in slot order.
-        let Some(first) = (0..candidates.len()).min_by(|&a, &b| {
+        let first = (0..candidates.len()).min_by(|&a, &b| {
             let (x, y) = (candidates[a], candidates[b]);
             x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
-        }) else {
-            return None;
-        };
+        })?;
         candidates.swap(0, first);
         let refined = usize::from(!f.indexed.is_empty());
         let mut best = bound;
