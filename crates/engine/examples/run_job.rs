@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p kanon-engine --example run_job -- configs/adult.toml [key=value ...]
 //! ```
-//! Overrides: `k=10`, `algorithm=kaca`, `suppression_limit=0.02`, `qis=age,sex,race` (keeps those QIs in
+//! Overrides: `k=10`, `l=4`, `diversity=entropy`, `c=2`, `algorithm=kaca`, `suppression_limit=0.02`, `qis=age,sex,race` (keeps those QIs in
 //! that order, other QIs become insensitive), `rows=5000` (first rows only),
 //! and any algorithm parameter as `param.NAME=JSON` (e.g. `param.strategy="random"`);
 //! `requirement=age,sex:10` adds an anonymity requirement `<shield, k>`
@@ -25,6 +25,12 @@ fn main() {
         let (key, value) = arg.split_once('=').expect("overrides are key=value");
         match key {
             "k" => spec.privacy.k = value.parse().expect("k is a number"),
+            "l" => spec.privacy.l = Some(value.parse().expect("l is a number")),
+            "diversity" => {
+                spec.privacy.diversity =
+                    Some(serde_json::from_value(value.into()).expect("distinct|entropy|recursive"))
+            }
+            "c" => spec.privacy.c = Some(value.parse().expect("c is a number")),
             "algorithm" => spec.algorithm.name = value.to_string(),
             "seed" => spec.algorithm.seed = value.parse().expect("seed is a number"),
             "suppression_limit" => {

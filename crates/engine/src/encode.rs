@@ -671,6 +671,25 @@ impl ColumnEncoder {
                 (sorted.into(), None, hierarchy)
             }
         };
+        // A null sensitive value is a value of its own (shown empty): folding
+        // it into code 0 would merge it with a real value and miscount
+        // l-diversity. (Null QIs are excluded rows, handled above.)
+        let (labels, values) = if !is_qi && codes.contains(&NULL_CODE) {
+            let null_code = labels.len() as u32;
+            for c in codes.iter_mut().filter(|c| **c == NULL_CODE) {
+                *c = null_code;
+            }
+            let mut labels = labels.to_vec();
+            labels.push(String::new());
+            let values = values.map(|v| {
+                let mut v = v.to_vec();
+                v.push(f64::NAN);
+                Arc::from(v)
+            });
+            (Arc::from(labels), values)
+        } else {
+            (labels, values)
+        };
         let mut counts = vec![0u32; labels.len()];
         let mut min = f64::INFINITY;
         let mut max = f64::NEG_INFINITY;
@@ -973,5 +992,27 @@ mod tests {
         e.push(&b).unwrap();
         let err = e.finish().unwrap_err().to_string();
         assert!(err.contains("1 rows are not numbers"), "{err}");
+    }
+
+    #[test]
+    fn null_sensitive_values_are_a_value_of_their_own() {
+        let s = spec(
+            r#"{"attributes": [{"name": "q", "role": "qi"}, {"name": "d", "role": "sensitive"}]}"#,
+        );
+        let b = batch(vec![
+            ("q", Arc::new(StringArray::from(vec!["x", "x", "x"]))),
+            (
+                "d",
+                Arc::new(StringArray::from(vec![Some("a"), None, Some("b")])),
+            ),
+        ]);
+        let mut e = Encoder::try_new(&s, &Default::default(), &b.schema()).unwrap();
+        e.push(&b).unwrap();
+        let t = e.finish().unwrap();
+        let d = &t.sensitive()[0];
+        assert_eq!(d.distinct(), 3);
+        let codes = d.codes();
+        assert!(codes[0] != codes[1] && codes[1] != codes[2] && codes[0] != codes[2]);
+        assert!(t.excluded().is_empty());
     }
 }

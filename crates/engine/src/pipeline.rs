@@ -71,6 +71,9 @@ pub fn anonymize(spec: &JobSpec, table: &QiTable) -> Result<Anonymization> {
 /// As [`anonymize`].
 pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Anonymization> {
     let algorithm = algorithms::by_name(spec)?;
+    // Fail before any work when no release can satisfy the models (too few
+    // rows for k, too few distinct sensitive values for l, ...).
+    privacy.check_feasible(table)?;
     let mut timings = Timings::default();
     let t = Instant::now();
     let classes = EquivalenceClasses::of(table);

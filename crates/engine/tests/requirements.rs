@@ -66,7 +66,7 @@ fn plain_k_is_one_requirement_on_all_qis() {
     assert!(!p.has_shield_requirements());
     assert_eq!(p.class_min_size(), 3);
     assert_eq!(p.min_class_size(), 3);
-    assert_eq!(p.describe(), "<all QIs, 3>");
+    assert_eq!(p.describe(), "k-anonymity (k = 3)");
 }
 
 #[test]
@@ -77,7 +77,10 @@ fn requirements_add_to_k_and_single_k_sees_the_largest() {
     let p = Privacy::from_spec(&s).unwrap();
     let described: Vec<String> = p.requirements().iter().map(|r| r.describe()).collect();
     // A shield naming every QI is plain k-anonymity.
-    assert_eq!(described, vec!["<all QIs, 2>", "<{b}, 5>", "<all QIs, 4>"]);
+    assert_eq!(
+        described,
+        vec!["k-anonymity (k = 2)", "<{b}, 5>", "k-anonymity (k = 4)"]
+    );
     assert!(p.has_shield_requirements());
     // The stand-in for single-k algorithms: the largest k on all QIs.
     assert_eq!(p.min_class_size(), 5);
@@ -175,7 +178,7 @@ fn the_verifier_checks_projections_not_classes() {
     let msg = verify_partition(&table, &partition, &Privacy::k_anonymity(3))
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("<all QIs, 3>"), "{msg}");
+    assert!(msg.contains("k-anonymity (k = 3)"), "{msg}");
 }
 
 #[test]

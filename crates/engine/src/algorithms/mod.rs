@@ -6,6 +6,7 @@
 pub mod datafly;
 pub mod heuristic_min;
 pub mod incognito;
+pub mod l_clustering;
 pub(crate) mod lattice;
 pub mod mondrian;
 pub mod sbc;
@@ -54,7 +55,14 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 }
 
 /// Names of the registered algorithms.
-pub const NAMES: &[&str] = &["mondrian", "datafly", "incognito", "sbc", "heuristic-min"];
+pub const NAMES: &[&str] = &[
+    "mondrian",
+    "datafly",
+    "incognito",
+    "sbc",
+    "heuristic-min",
+    "l-clustering",
+];
 
 /// The algorithm a job names, with its parameters parsed.
 ///
@@ -70,6 +78,9 @@ pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
         "heuristic-min" => Ok(Box::new(heuristic_min::HeuristicMin::from_params(
             a.params()?,
         )?)),
+        "l-clustering" => Ok(Box::new(l_clustering::LClustering::from_params(
+            a.params()?,
+        ))),
         other => Err(Error::spec(
             "algorithm.name",
             format!(

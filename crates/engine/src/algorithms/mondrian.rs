@@ -378,6 +378,15 @@ impl Cutter<'_> {
                 let size = |g: &Vec<(usize, usize)>| g.iter().map(|(a, b)| b - a).sum::<usize>();
                 let smallest = (0..groups.len()).min_by_key(|&i| (size(&groups[i]), i))?;
                 groups[smallest].extend(small);
+                let merged: Vec<u32> = groups[smallest]
+                    .iter()
+                    .flat_map(|&(a, b)| rows[a..b].iter().copied())
+                    .collect();
+                // Size-only models accept any superset of an accepted part;
+                // entropy and recursive l-diversity need not.
+                if !self.accepts(&merged) {
+                    return None;
+                }
             }
         }
         if groups.len() < 2 {

@@ -1,5 +1,6 @@
 //! Information loss of published cells: NCP (seed 001), granularity (ARX's
-//! loss) and precision (Sweeney; seed 002).
+//! loss), precision (Sweeney; seed 002) and the uncertainty loss of
+//! L-clustering (seed 004).
 
 use crate::encode::QiColumn;
 use crate::generalise::Cell;
@@ -50,4 +51,15 @@ pub fn cell_precision_loss(col: &QiColumn, cell: &Cell) -> f64 {
         (Cell::Node(_), Some(_)) => 0.0,
         _ => flexible_share(col, cell),
     }
+}
+
+/// The uncertainty loss `L(t[A], t*[A])` of L-clustering (seed 004, `SPEC.md`
+/// section 3) for one cell, times the attribute's weight (`p_i` or `q_j`):
+/// an ordered (numeric) cell costs its interval width over the attribute's
+/// range, an unordered one `(|set|-1)/(|domain|-1)` with the set the
+/// observed values it covers (a hierarchy node covers its leaves); a
+/// suppressed cell costs the full weight. `L(t, t*)` is the sum over a
+/// tuple's cells.
+pub fn cell_uncertainty_loss(col: &QiColumn, cell: &Cell) -> f64 {
+    col.weight() * flexible_share(col, cell)
 }
