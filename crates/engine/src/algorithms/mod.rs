@@ -7,6 +7,7 @@ pub mod datafly;
 pub mod incognito;
 pub(crate) mod lattice;
 pub mod mondrian;
+pub mod partitioned;
 pub mod sbc;
 
 use serde::Serialize;
@@ -60,6 +61,9 @@ pub const NAMES: &[&str] = &["mondrian", "datafly", "incognito", "sbc"];
 /// # Errors
 /// [`Error::Spec`] for an unknown name or bad parameters.
 pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
+    if let Some(blockwise) = partitioned::wrap(spec)? {
+        return Ok(blockwise);
+    }
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
