@@ -223,6 +223,64 @@ impl QiTable {
     }
 }
 
+impl QiTable {
+    /// The sub-table of `rows` (of this table), renumbered `0..rows.len()`
+    /// in the given order: what a block-wise run
+    /// ([`crate::algorithms::partitioned`]) hands to the algorithm of one
+    /// block.
+    ///
+    /// Each column keeps its codes' meaning (labels, values, hierarchy) and
+    /// the statistics of the whole table (distinct values, range, counts), so
+    /// the losses and distances an algorithm computes on the sub-table, and
+    /// the cells it publishes, are those of the whole table. Excluded rows
+    /// among `rows` stay excluded.
+    ///
+    /// # Panics
+    /// When a row is out of range.
+    pub fn restrict(&self, rows: &[u32]) -> QiTable {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| QiColumn {
+                name: c.name.clone(),
+                kind: c.kind,
+                weight: c.weight,
+                codes: rows.iter().map(|&r| c.codes[r as usize]).collect(),
+                hierarchy: c.hierarchy.clone(),
+                labels: c.labels.clone(),
+                values: c.values.clone(),
+                counts: c.counts.clone(),
+                observed_before: c.observed_before.clone(),
+                distinct: c.distinct,
+                min: c.min,
+                max: c.max,
+            })
+            .collect();
+        let sensitive = self
+            .sensitive
+            .iter()
+            .map(|s| SensitiveColumn {
+                name: s.name.clone(),
+                codes: rows.iter().map(|&r| s.codes[r as usize]).collect(),
+                labels: s.labels.clone(),
+            })
+            .collect();
+        let excluded = if self.excluded.is_empty() {
+            Vec::new()
+        } else {
+            (0..rows.len() as u32)
+                .filter(|&i| self.excluded.binary_search(&rows[i as usize]).is_ok())
+                .collect()
+        };
+        QiTable {
+            columns,
+            sensitive,
+            n_rows: rows.len(),
+            excluded,
+        }
+    }
+}
+
 /// How one column's values become provisional codes while batches stream in.
 #[derive(Debug)]
 enum Dictionary {

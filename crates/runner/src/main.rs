@@ -7,6 +7,7 @@
 mod anonymize;
 mod config;
 mod exit;
+mod generate;
 mod io;
 mod verify;
 
@@ -29,6 +30,8 @@ enum Command {
     Anonymize(anonymize::AnonymizeArgs),
     /// Re-check a published release against the job's privacy model.
     Verify(verify::VerifyArgs),
+    /// Write an Adult-like Parquet file of any size (test data).
+    Generate(generate::GenerateArgs),
 }
 
 /// Options shared by every command that reads a job file.
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Anonymize(args) => anonymize::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Generate(args) => generate::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,7 @@ pub mod incognito;
 pub mod l_clustering;
 pub(crate) mod lattice;
 pub mod mondrian;
+pub mod partitioned;
 pub mod sbc;
 
 use serde::Serialize;
@@ -69,6 +70,9 @@ pub const NAMES: &[&str] = &[
 /// # Errors
 /// [`Error::Spec`] for an unknown name or bad parameters.
 pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
+    if let Some(blockwise) = partitioned::wrap(spec)? {
+        return Ok(blockwise);
+    }
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
