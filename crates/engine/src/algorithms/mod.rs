@@ -3,6 +3,7 @@
 //! Every algorithm reads the encoded table and its classes and returns a
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
 
+pub mod kaca;
 pub mod mondrian;
 
 use serde::Serialize;
@@ -49,7 +50,7 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 }
 
 /// Names of the registered algorithms.
-pub const NAMES: &[&str] = &["mondrian"];
+pub const NAMES: &[&str] = &["mondrian", "kaca"];
 
 /// The algorithm a job names, with its parameters parsed.
 ///
@@ -59,6 +60,7 @@ pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
+        "kaca" => Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
         other => Err(Error::spec(
             "algorithm.name",
             format!(

@@ -19,8 +19,12 @@ pub fn repo_root() -> PathBuf {
 
 /// The bundled Adult data as record batches.
 pub fn adult_batches() -> Vec<RecordBatch> {
-    let file = std::fs::File::open(repo_root().join("data/adult/adult.parquet"))
-        .expect("bundled adult.parquet");
+    adult_batches_from("data/adult/adult.parquet")
+}
+
+/// Record batches of a Parquet file, relative to the repository root.
+pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
+    let file = std::fs::File::open(repo_root().join(path)).expect("readable Parquet input");
     ParquetRecordBatchReaderBuilder::try_new(file)
         .unwrap()
         .build()
