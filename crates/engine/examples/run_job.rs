@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p kanon-engine --example run_job -- configs/adult.toml [key=value ...]
 //! ```
-//! Overrides: `k=10`, `algorithm=kaca`, `qis=age,sex,race` (keeps those QIs in
+//! Overrides: `k=10`, `algorithm=kaca`, `suppression_limit=0.02`, `qis=age,sex,race` (keeps those QIs in
 //! that order, other QIs become insensitive), `rows=5000` (first rows only),
 //! and any algorithm parameter as `param.NAME=JSON` (e.g. `param.strategy="random"`).
 
@@ -25,6 +25,9 @@ fn main() {
             "k" => spec.privacy.k = value.parse().expect("k is a number"),
             "algorithm" => spec.algorithm.name = value.to_string(),
             "seed" => spec.algorithm.seed = value.parse().expect("seed is a number"),
+            "suppression_limit" => {
+                spec.privacy.suppression_limit = Some(value.parse().expect("a share in 0..=1"))
+            }
             "rows" => rows = Some(value.parse().expect("rows is a number")),
             "qis" => {
                 let wanted: Vec<&str> = value.split(',').collect();

@@ -24,6 +24,7 @@ pub mod partition;
 pub mod pipeline;
 pub mod privacy;
 pub mod recode;
+pub(crate) mod similarity;
 pub mod spec;
 pub mod verify;
 

@@ -33,6 +33,23 @@ pub trait PrivacyModel: Debug + Send + Sync {
     fn is_monotone(&self) -> bool {
         true
     }
+    /// Whether a class containing an accepted class is always accepted, so
+    /// merging classes never adds rows to the rejected ones (ARX: "monotonic
+    /// with suppression"). Lattice searches (Incognito) prune soundly under a
+    /// suppression limit only when every model says so; `false`, the
+    /// default, is always safe (no pruning).
+    fn is_monotone_with_suppression(&self) -> bool {
+        false
+    }
+    /// Whether [`PrivacyModel::accepts`] looks at the rows of a class.
+    /// `false` promises that `accepts(class)` is exactly
+    /// `class.rows.len() >= self.min_class_size()`, so searches may test
+    /// classes by their sizes alone (the lattice of Datafly and Incognito
+    /// rolls up counts, not row lists). `true`, the default, is always
+    /// correct, only slower.
+    fn needs_rows(&self) -> bool {
+        true
+    }
     /// Checks, before any work, that the table can satisfy the model at all.
     ///
     /// # Errors
@@ -66,6 +83,12 @@ impl PrivacyModel for KAnonymity {
     }
     fn accepts(&self, class: ClassView<'_>) -> bool {
         class.rows.len() >= self.k
+    }
+    fn is_monotone_with_suppression(&self) -> bool {
+        true
+    }
+    fn needs_rows(&self) -> bool {
+        false
     }
 }
 
@@ -142,6 +165,19 @@ impl Privacy {
     /// Whether every model is monotone.
     pub fn is_monotone(&self) -> bool {
         self.models.iter().all(|m| m.is_monotone())
+    }
+
+    /// Whether every model is monotone with suppression (see
+    /// [`PrivacyModel::is_monotone_with_suppression`]).
+    pub fn is_monotone_with_suppression(&self) -> bool {
+        self.models.iter().all(|m| m.is_monotone_with_suppression())
+    }
+
+    /// Whether some model needs the rows of a class (see
+    /// [`PrivacyModel::needs_rows`]); when not, a class is accepted exactly
+    /// when it has at least [`Privacy::min_class_size`] rows.
+    pub fn needs_rows(&self) -> bool {
+        self.models.iter().any(|m| m.needs_rows())
     }
 
     /// A readable description of all models.

@@ -3,8 +3,12 @@
 //! Every algorithm reads the encoded table and its classes and returns a
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
 
+pub mod datafly;
+pub mod incognito;
 pub mod kaca;
+pub(crate) mod lattice;
 pub mod mondrian;
+pub mod sbc;
 
 use serde::Serialize;
 
@@ -50,7 +54,7 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 }
 
 /// Names of the registered algorithms.
-pub const NAMES: &[&str] = &["mondrian", "kaca"];
+pub const NAMES: &[&str] = &["mondrian", "datafly", "incognito", "sbc", "kaca"];
 
 /// The algorithm a job names, with its parameters parsed.
 ///
@@ -60,6 +64,9 @@ pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
+        "datafly" => Ok(Box::new(datafly::Datafly::from_params(a.params()?))),
+        "incognito" => Ok(Box::new(incognito::Incognito::from_params(a.params()?))),
+        "sbc" => Ok(Box::new(sbc::Sbc::from_params(a.params()?))),
         "kaca" => Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
         other => Err(Error::spec(
             "algorithm.name",

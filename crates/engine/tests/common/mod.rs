@@ -22,7 +22,8 @@ pub fn adult_batches() -> Vec<RecordBatch> {
     adult_batches_from("data/adult/adult.parquet")
 }
 
-/// Record batches of a Parquet file, relative to the repository root.
+/// The record batches of a Parquet file, its path relative to the
+/// repository root (or absolute).
 pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
     let file = std::fs::File::open(repo_root().join(path)).expect("readable Parquet input");
     ParquetRecordBatchReaderBuilder::try_new(file)

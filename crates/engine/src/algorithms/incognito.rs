@@ -1,0 +1,411 @@
+//! Incognito (LeFevre, DeWitt, Ramakrishnan, "Incognito: efficient
+//! full-domain k-anonymity", SIGMOD 2005): every accepted full-domain
+//! generalisation, found bottom-up over the lattice, and the one of least
+//! loss. Seed 000 (section 6) and seed 001 (chapter 4) compare against it.
+//!
+//! The search runs over the lattices of QI subsets of growing size
+//! (Incognito's Fig. 5). A node of a subset is a candidate only when each of
+//! its projections on the subsets one QI smaller is accepted (*subset
+//! property*: a generalisation of fewer QIs that already has too many
+//! rejected rows cannot improve with more QIs); within a subset's lattice
+//! nodes are visited by height and a node with an accepted direct
+//! specialisation is accepted without a test (*generalisation property*).
+//! Every test rolls the class counts up from an already computed, more
+//! specific node of the same subset (*rollup property*, see
+//! [`lattice`](super::lattice)).
+//!
+//! Both properties hold for the privacy models only when they are monotone
+//! (and, under a suppression limit, monotone with suppression); otherwise
+//! every node of the full lattice is tested, which is always correct.
+//!
+//! Among the accepted nodes of all QIs the one of least [`Loss`] is chosen;
+//! ties go to the smaller discernibility (the finer release), then the lower
+//! node, then the smaller level vector in QI order. Without suppression all
+//! four losses only grow with generalisation, so only the minimal accepted
+//! nodes are scored; under a suppression limit a more general node may
+//! suppress fewer rows and lose less, so every accepted node is scored.
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+pub use crate::algorithms::lattice::Loss;
+
+use crate::algorithms::lattice::{CellCosts, FrequencySet, Lattice, Score, Space};
+use crate::algorithms::{details, Algorithm, Context, Outcome};
+use crate::error::{Error, Result};
+
+/// Largest number of lattice nodes (over all subset lattices) a search may
+/// visit; beyond it the job is refused before any work.
+const MAX_SEARCH_NODES: u64 = 50_000_000;
+
+/// Incognito's parameters.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncognitoParams {
+    /// The loss that picks the released node among the accepted ones
+    /// (default: KACA's distortion with uniform weights).
+    #[serde(default)]
+    pub loss: Loss,
+}
+
+/// The Incognito algorithm.
+#[derive(Debug, Clone, Default)]
+pub struct Incognito {
+    params: IncognitoParams,
+}
+
+impl Incognito {
+    /// Incognito with the given parameters.
+    pub fn from_params(params: IncognitoParams) -> Self {
+        Incognito { params }
+    }
+}
+
+/// What is known about a node of a subset lattice after the search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    /// Not a candidate: a projection on a smaller subset is rejected.
+    Pruned,
+    /// Tested and rejected.
+    Rejected,
+    /// Tested and accepted.
+    Accepted,
+    /// Accepted because a direct specialisation is (not tested).
+    Marked,
+}
+
+impl Status {
+    fn accepted(self) -> bool {
+        matches!(self, Status::Accepted | Status::Marked)
+    }
+}
+
+/// The searched lattice of one QI subset.
+#[derive(Debug)]
+struct SubLattice {
+    space: Space,
+    status: Vec<Status>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Stats {
+    /// Subset lattices searched.
+    subset_lattices: usize,
+    /// Nodes of all subset lattices visited (the full lattice included).
+    nodes_visited: u64,
+    /// Nodes whose classes were tested against the privacy models to decide
+    /// whether they are accepted.
+    nodes_evaluated: u64,
+    /// Nodes decided without a test (`pruned_by_subset + marked_by_generalisation`).
+    nodes_pruned: u64,
+    /// Nodes ruled out by a rejected projection on a smaller subset.
+    pruned_by_subset: u64,
+    /// Nodes accepted because a direct specialisation is.
+    marked_by_generalisation: u64,
+    /// Accepted nodes of the full lattice whose loss was computed.
+    nodes_scored: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct IncognitoDetails {
+    loss: Loss,
+    /// The chosen node's loss.
+    loss_value: f64,
+    /// The chosen node: hierarchy level per QI (0 = unchanged).
+    chosen: serde_json::Map<String, serde_json::Value>,
+    /// Sum of the chosen levels.
+    chosen_height: usize,
+    /// Rows suppressed (classes the models reject), nulls excluded.
+    suppressed_rows: usize,
+    /// Rows the suppression limit allows.
+    max_suppressed: usize,
+    /// Nodes of the lattice of all QIs.
+    lattice_size: usize,
+    /// Whether subset and generalisation pruning were used (only for
+    /// monotone privacy models).
+    pruning: bool,
+    /// Accepted nodes of the full lattice.
+    accepted_nodes: usize,
+    /// The minimal accepted nodes: no accepted node lies below them.
+    minimal_nodes: Vec<serde_json::Map<String, serde_json::Value>>,
+    #[serde(flatten)]
+    stats: Stats,
+}
+
+/// The best node so far, ordered by (loss, discernibility, height, index).
+#[derive(Debug, Clone, Copy)]
+struct Best {
+    score: Score,
+    height: usize,
+    index: usize,
+}
+
+impl Best {
+    fn beats(&self, other: &Best) -> bool {
+        self.score
+            .loss
+            .total_cmp(&other.score.loss)
+            .then(
+                self.score
+                    .discernibility
+                    .total_cmp(&other.score.discernibility),
+            )
+            .then(self.height.cmp(&other.height))
+            .then(self.index.cmp(&other.index))
+            .is_lt()
+    }
+}
+
+struct Search<'l, 'a> {
+    lattice: &'l Lattice<'a>,
+    costs: CellCosts,
+    prune: bool,
+    score_all: bool,
+    stats: Stats,
+    best: Option<Best>,
+}
+
+impl Search<'_, '_> {
+    /// Searches the lattice of `attrs` (`full` when it holds every QI);
+    /// `done` holds the lattices of the subsets one QI smaller.
+    fn explore(
+        &mut self,
+        space: Space,
+        done: &FxHashMap<u64, SubLattice>,
+        full: bool,
+    ) -> SubLattice {
+        let lattice = self.lattice;
+        let attrs = space.attrs().to_vec();
+        let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
+        let parents: Vec<&SubLattice> = if self.prune && attrs.len() > 1 {
+            attrs
+                .iter()
+                .map(|&q| &done[&(mask & !(1u64 << q))])
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.stats.subset_lattices += 1;
+        let mut status = vec![Status::Pruned; space.size()];
+        let mut bottom: Option<FrequencySet> = None;
+        let mut previous: FxHashMap<u32, FrequencySet> = FxHashMap::default();
+        for (height, layer) in space.by_height().into_iter().enumerate() {
+            let mut current: FxHashMap<u32, FrequencySet> = FxHashMap::default();
+            for index in layer {
+                let index = index as usize;
+                let levels = space.decode(index);
+                self.stats.nodes_visited += 1;
+                let pruned = parents
+                    .iter()
+                    .enumerate()
+                    .any(|(j, p)| !p.status[p.space.project(&levels, j)].accepted());
+                if pruned {
+                    self.stats.pruned_by_subset += 1;
+                    continue;
+                }
+                let marked = self.prune
+                    && (0..attrs.len())
+                        .any(|j| levels[j] > 0 && status[index - space.stride(j)].accepted());
+                if marked {
+                    status[index] = Status::Marked;
+                    self.stats.marked_by_generalisation += 1;
+                    if !(full && self.score_all) {
+                        continue;
+                    }
+                }
+                // Roll up from the computed direct specialisation with the
+                // fewest classes, else from the subset's bottom node.
+                let source = (0..attrs.len())
+                    .filter(|&j| levels[j] > 0)
+                    .filter_map(|j| match index - space.stride(j) {
+                        0 => bottom.as_ref(),
+                        child => previous.get(&(child as u32)),
+                    })
+                    .min_by_key(|fs| fs.len())
+                    .or(bottom.as_ref());
+                let fs = lattice.frequency_set(&attrs, &levels, source, false);
+                let verdict = lattice.verdict(&fs);
+                if !marked {
+                    self.stats.nodes_evaluated += 1;
+                    status[index] = if verdict.accepted {
+                        Status::Accepted
+                    } else {
+                        Status::Rejected
+                    };
+                }
+                if full && verdict.accepted && (self.score_all || !marked) {
+                    self.stats.nodes_scored += 1;
+                    let candidate = Best {
+                        score: lattice.score(&levels, &fs, &verdict, &self.costs),
+                        height,
+                        index,
+                    };
+                    if self.best.as_ref().is_none_or(|b| candidate.beats(b)) {
+                        self.best = Some(candidate);
+                    }
+                }
+                if index == 0 {
+                    bottom = Some(fs);
+                } else {
+                    current.insert(index as u32, fs);
+                }
+            }
+            previous = current;
+        }
+        self.stats.nodes_pruned = self.stats.pruned_by_subset + self.stats.marked_by_generalisation;
+        SubLattice { space, status }
+    }
+}
+
+/// The accepted nodes of a searched lattice below which no node is
+/// accepted, ascending.
+fn minimal_nodes(sub: &SubLattice) -> Vec<usize> {
+    let space = &sub.space;
+    let mut below = vec![false; space.size()];
+    let mut out = Vec::new();
+    for layer in space.by_height() {
+        for index in layer {
+            let index = index as usize;
+            let levels = space.decode(index);
+            for (j, &l) in levels.iter().enumerate() {
+                if l > 0 {
+                    let child = index - space.stride(j);
+                    if sub.status[child].accepted() || below[child] {
+                        below[index] = true;
+                    }
+                }
+            }
+            if sub.status[index].accepted() && !below[index] {
+                out.push(index);
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The subsets of `0..n` of `size` elements, in lexicographic order.
+fn subsets(n: usize, size: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut pick: Vec<usize> = (0..size).collect();
+    if size > n {
+        return out;
+    }
+    loop {
+        out.push(pick.clone());
+        let Some(j) = (0..size).rev().find(|&j| pick[j] < n - size + j) else {
+            return out;
+        };
+        pick[j] += 1;
+        for t in j + 1..size {
+            pick[t] = pick[t - 1] + 1;
+        }
+    }
+}
+
+impl Algorithm for Incognito {
+    fn name(&self) -> &'static str {
+        "incognito"
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
+        ctx.privacy.check_feasible(ctx.table)?;
+        let lattice = Lattice::new(ctx, self.name())?;
+        let n = lattice.n_qi();
+        let heights = lattice.heights();
+        let prune = ctx.privacy.is_monotone()
+            && (lattice.max_suppressed() == 0 || ctx.privacy.is_monotone_with_suppression());
+        // Nodes over all subset lattices: prod(h + 2) - 1 (each QI absent or
+        // at one of its h + 1 levels), or the full lattice without pruning.
+        let full_size = heights
+            .iter()
+            .fold(1u64, |s, &h| s.saturating_mul(h as u64 + 1));
+        let searched = if prune {
+            heights
+                .iter()
+                .fold(1u64, |s, &h| s.saturating_mul(h as u64 + 2))
+                - 1
+        } else {
+            full_size
+        };
+        if searched > MAX_SEARCH_NODES || n > 63 {
+            return Err(Error::ResourcesExhausted(format!(
+                "Incognito would visit {searched} lattice nodes for {n} quasi-identifiers (at most \
+                 {MAX_SEARCH_NODES}); use fewer quasi-identifiers or shorter hierarchies, or `datafly`"
+            )));
+        }
+        let mut search = Search {
+            lattice: &lattice,
+            costs: lattice.cell_costs(self.params.loss),
+            prune,
+            score_all: !prune || lattice.max_suppressed() > 0,
+            stats: Stats::default(),
+            best: None,
+        };
+        let mut done: FxHashMap<u64, SubLattice> = FxHashMap::default();
+        for size in if prune { 1..=n } else { n..=n } {
+            let mut next = FxHashMap::default();
+            for attrs in subsets(n, size) {
+                let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
+                let space = Space::new(attrs, heights).expect("size checked above");
+                let sub = search.explore(space, &done, size == n);
+                next.insert(mask, sub);
+            }
+            done = next;
+        }
+        let all = (0..n).fold(0u64, |m, q| m | 1 << q);
+        let full = done.remove(&all).expect("the full lattice was searched");
+        let Some(best) = search.best else {
+            return Err(Error::Unsatisfiable(format!(
+                "no full-domain generalisation satisfies {} within the suppression limit ({} rows), \
+                 not even every quasi-identifier at the root; raise privacy.suppression_limit or relax the model",
+                ctx.privacy.describe(),
+                lattice.max_suppressed()
+            )));
+        };
+        let levels = full.space.decode(best.index);
+        let (partition, verdict) = lattice.partition(&levels)?;
+        let minimal = minimal_nodes(&full);
+        Ok(Outcome {
+            details: details(&IncognitoDetails {
+                loss: self.params.loss,
+                loss_value: best.score.loss,
+                chosen: lattice.describe(&levels),
+                chosen_height: best.height,
+                suppressed_rows: verdict.suppressed,
+                max_suppressed: lattice.max_suppressed(),
+                lattice_size: full.space.size(),
+                pruning: prune,
+                accepted_nodes: full.status.iter().filter(|s| s.accepted()).count(),
+                minimal_nodes: minimal
+                    .iter()
+                    .map(|&i| lattice.describe(&full.space.decode(i)))
+                    .collect(),
+                stats: search.stats,
+            })?,
+            partition,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsets_in_lexicographic_order() {
+        assert_eq!(
+            subsets(4, 2),
+            vec![
+                vec![0, 1],
+                vec![0, 2],
+                vec![0, 3],
+                vec![1, 2],
+                vec![1, 3],
+                vec![2, 3]
+            ]
+        );
+        assert_eq!(subsets(3, 3), vec![vec![0, 1, 2]]);
+        assert_eq!(subsets(3, 1).len(), 3);
+    }
+}
