@@ -2,33 +2,38 @@
 //! Fu, Pei, 2006; seed 000, Alg. 1), local recoding.
 //!
 //! Start from the equivalence classes of the input. While a class is not
-//! accepted by the privacy models (smaller than k, or not l-diverse once
-//! such models exist), take one (the *next-class strategy*: seeded random as
-//! in the paper, smallest first, or largest best-merge distortion first),
-//! find the class at the least class distance (Def. 10, weighted
-//! hierarchical distance with uniform, height or seed 003 level weights and
-//! per-attribute weights `x_A`; see [`crate::distance`]) and merge the two.
-//! When the small class `E1` (`|E1| < k`) would absorb a large class `E2`
-//! (`|E1| + |E2| > 2k`, Def. 11), only a *stub* of `k - |E1|` rows of `E2`
-//! joins `E1` and the *trunk* keeps its values; the distance is then taken
-//! to the stub. Optionally, a class whose best merge costs more than a
-//! threshold is suppressed instead, within the job's suppression limit.
+//! accepted by the privacy models (smaller than k, or not l-diverse when
+//! such models are set), take one (the *next-class strategy*: seeded random
+//! as in the paper, smallest first, or the class whose best merge costs most
+//! or least first), find the class at the least class distance (Def. 10:
+//! weighted hierarchical distance with uniform or height weights, seed 003's
+//! level weights, or granularity costs, times per-attribute weights `x_A`;
+//! see [`crate::hierarchical_distance`]) and merge the two. When the small
+//! class `E1` (`|E1| < k`) would absorb a large class `E2` (`|E1| + |E2| >=
+//! 2k`, Def. 11; the paper writes both `>` and `>=`, and both leave `E2` at
+//! least k rows), only a *stub* of `k - |E1|` rows of `E2` joins `E1` and
+//! the *trunk* keeps its values; the distance is then taken to the stub.
+//! Optionally, a class whose best merge costs more than a threshold is
+//! suppressed instead, within the job's suppression limit.
+//!
+//! Two additions to the paper, both off by default: the cheapest-merge-first
+//! order (`strategy = "least-distortion-first"`, keyed by the distortion a
+//! merge adds per row of the class it forms) and a refinement pass that
+//! moves rows to another class while that lowers the total distortion. With
+//! granularity costs they bring Adult (8 QIs, k = 10) from granularity 0.126
+//! (paper settings) to 0.083 (`docs/results/kaca.md`).
 //!
 //! # Speed
-//! The paper's loop is `O(|E|^2)`. Here the live classes sit in a trie keyed
-//! by their generalised cells, one level per hierarchical QI (most costly
-//! attributes first). The distance is a sum of non-negative per-attribute
-//! terms, so a trie node's partial sum (times the smallest class size below
-//! it) is a lower bound for every class below: a depth-first search from the
-//! cheapest child prunes every subtree whose bound exceeds the best distance
-//! found, and usually inspects a few dozen classes instead of thousands.
-//! Per search a [`Probe`] tabulates each attribute's merge cost against
-//! every hierarchy node. Pruning is exact (ties go to the lowest class id),
-//! so the result is the same as the full scan's, whatever the thread count;
-//! rayon scans large buckets and computes the initial keys of the
-//! largest-distortion-first strategy in parallel.
+//! The paper's loop is `O(|E|^2)` over classes. Here each search for the
+//! nearest class is a branch-and-bound over a trie of the live classes
+//! ([`search`]), exact and independent of the thread count; rayon computes
+//! the initial keys of the keyed strategies and scans very large buckets in
+//! parallel.
 
-use std::cmp::{Ordering, Reverse};
+mod queue;
+mod search;
+
+use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use rand::{Rng, SeedableRng};
@@ -36,14 +41,17 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use queue::{Key, Pending};
+use search::{Best, Classes, Index, Member, Query, Searcher, Trie};
+
 use crate::algorithms::{details, Algorithm, Context, Outcome};
-use crate::distance::{CellCode, DistanceModel, LevelWeights, Probe};
 use crate::error::{Error, Result};
-use crate::hierarchy::{Level, NodeId};
+use crate::hierarchical_distance::{CellCode, DistanceModel, LevelWeights};
 use crate::partition::{NumericCells, Partition, SUPPRESSED};
 use crate::privacy::ClassView;
 
-/// The WHD weight scheme (seed 000 Def. 5; seed 003 Def. 5).
+/// The cost of a generalised cell (seed 000 Def. 5; seed 003 Def. 5; ARX's
+/// granularity).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WeightScheme {
@@ -75,7 +83,9 @@ pub enum Strategy {
     LargestDistortionFirst,
     /// The class whose cheapest merge currently costs least first
     /// (agglomerative order: obvious merges before doubtful ones); keys are
-    /// re-evaluated lazily as for largest-distortion-first.
+    /// re-evaluated lazily as for largest-distortion-first. Both keyed
+    /// strategies rank by the distortion a merge adds per row of the class
+    /// it forms.
     LeastDistortionFirst,
 }
 
@@ -85,12 +95,13 @@ pub enum Strategy {
 /// [algorithm]
 /// name = "kaca"
 /// seed = 1
-/// weights = "height"          # uniform (default) | height | levels
-/// beta = 1.0                  # height weights only, > 0, default 1
-/// strategy = "smallest-first" # random (default) | smallest-first | largest-distortion-first
-/// outlier_threshold = 4.0     # suppress a class whose best merge costs more (off by default)
-/// numeric_cells = "hierarchy" # hierarchy (default) | ranges
-/// refine = true               # local search after the merges (off by default)
+/// weights = "height"           # uniform (default) | height | levels | granularity
+/// beta = 1.0                   # height weights only, > 0, default 1
+/// strategy = "smallest-first"  # random (default) | smallest-first
+///                              # | largest-distortion-first | least-distortion-first
+/// outlier_threshold = 4.0      # suppress a class whose best merge costs more (off by default)
+/// numeric_cells = "hierarchy"  # hierarchy (default) | ranges
+/// refine = true                # local search after the merges (off by default)
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -224,570 +235,8 @@ impl Algorithm for Kaca {
     }
 }
 
-/// A slice of an input class's rows: `rows(orig)[start..start + len]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Member {
-    orig: u32,
-    start: u32,
-    len: u32,
-}
-
-/// The working classes, structure of arrays; ids only grow (merged classes
-/// get new ids, dead ones stay dead).
-#[derive(Debug)]
-struct Classes {
-    m: usize,
-    tuples: Vec<CellCode>,
-    size: Vec<u32>,
-    alive: Vec<bool>,
-    members: Vec<Vec<Member>>,
-}
-
-impl Classes {
-    fn tuple(&self, c: u32) -> &[CellCode] {
-        &self.tuples[c as usize * self.m..(c as usize + 1) * self.m]
-    }
-    fn push(&mut self, tuple: &[CellCode], members: Vec<Member>) -> u32 {
-        let id = self.size.len() as u32;
-        self.tuples.extend_from_slice(tuple);
-        self.size.push(members.iter().map(|m| m.len).sum());
-        self.alive.push(true);
-        self.members.push(members);
-        id
-    }
-    fn len(&self) -> usize {
-        self.size.len()
-    }
-}
-
-/// One level of the search trie: a hierarchical QI and the hierarchy level
-/// its keys are taken at (0: the cell itself). A QI occupies consecutive
-/// trie levels, from just below its root down to its leaves.
-#[derive(Debug, Clone, Copy)]
-struct TrieLevel {
-    q: usize,
-    coarse: u8,
-    /// Whether the previous trie level indexes the same QI (its bound is
-    /// then replaced, not added).
-    refines: bool,
-}
-
-/// The live classes keyed by their cells, one level per indexed hierarchy
-/// level. Nodes whose classes are all gone are detached and reused.
-#[derive(Debug)]
-struct Trie {
-    levels: Vec<TrieLevel>,
-    parent: Vec<u32>,
-    key: Vec<u32>,
-    children: Vec<Vec<u32>>,
-    /// Live classes below each node.
-    live: Vec<u32>,
-    /// A lower bound of the sizes of the live classes below each node (the
-    /// minimum since the node was created).
-    min_size: Vec<u32>,
-    bucket: Vec<Vec<u32>>,
-    free: Vec<u32>,
-    leaf_of: Vec<u32>,
-    pos: Vec<u32>,
-}
-
-/// Largest number of children a trie node may get: a hierarchy level whose
-/// nodes have more children than this (and the levels below it) is not
-/// indexed.
-const MAX_FANOUT: usize = 256;
-/// Buckets with more classes than this are scanned in parallel.
-#[cfg(not(test))]
-const PARALLEL_BUCKET: usize = 8192;
-#[cfg(test)]
-const PARALLEL_BUCKET: usize = 64;
 /// Most refinement passes.
 const REFINE_PASSES: usize = 8;
-
-impl Trie {
-    fn new(model: &DistanceModel) -> Self {
-        // Index the hierarchical QIs whose generalisation costs something,
-        // those whose first step costs most on average first (their
-        // subtrees prune best), then those with fewer leaves.
-        let mut order: Vec<(f64, usize, usize)> = (0..model.n_attributes())
-            .filter_map(|q| {
-                let h = model.hierarchy(q)?;
-                let first = h.nodes_at(Level(1));
-                let n = first.len() as f64;
-                let step = first
-                    .map(|n| model.cost(q, CellCode::node(n.0)))
-                    .sum::<f64>()
-                    / n;
-                (model.cost(q, CellCode::node(h.root().0)) > 0.0).then_some((
-                    step,
-                    h.leaf_count(),
-                    q,
-                ))
-            })
-            .collect();
-        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        let mut levels = Vec::new();
-        for (_, _, q) in order {
-            let h = model.hierarchy(q).expect("filtered above");
-            let mut refines = false;
-            for coarse in (0..h.height()).rev() {
-                let fanout = h
-                    .nodes_at(Level(coarse + 1))
-                    .map(|n| h.children(n).len())
-                    .max()
-                    .unwrap_or(0);
-                if fanout > MAX_FANOUT {
-                    break;
-                }
-                levels.push(TrieLevel { q, coarse, refines });
-                refines = true;
-            }
-        }
-        Trie {
-            levels,
-            parent: vec![0],
-            key: vec![0],
-            children: vec![Vec::new()],
-            live: vec![0],
-            min_size: vec![u32::MAX],
-            bucket: vec![Vec::new()],
-            free: Vec::new(),
-            leaf_of: Vec::new(),
-            pos: Vec::new(),
-        }
-    }
-
-    fn key_of(&self, model: &DistanceModel, level: TrieLevel, cell: CellCode) -> u32 {
-        let h = model
-            .hierarchy(level.q)
-            .expect("indexed QIs have hierarchies");
-        let n = NodeId(cell.lo);
-        if h.level(n).0 >= level.coarse {
-            n.0
-        } else {
-            h.ancestor_of_node(n, Level(level.coarse)).0
-        }
-    }
-
-    fn child(&mut self, node: u32, key: u32) -> u32 {
-        if let Some(&c) = self.children[node as usize]
-            .iter()
-            .find(|&&c| self.key[c as usize] == key)
-        {
-            return c;
-        }
-        let c = match self.free.pop() {
-            Some(c) => {
-                self.parent[c as usize] = node;
-                self.key[c as usize] = key;
-                self.min_size[c as usize] = u32::MAX;
-                c
-            }
-            None => {
-                let c = self.parent.len() as u32;
-                self.parent.push(node);
-                self.key.push(key);
-                self.children.push(Vec::new());
-                self.live.push(0);
-                self.min_size.push(u32::MAX);
-                self.bucket.push(Vec::new());
-                c
-            }
-        };
-        self.children[node as usize].push(c);
-        c
-    }
-
-    fn insert(&mut self, model: &DistanceModel, class: u32, tuple: &[CellCode], size: u32) {
-        let mut node = 0u32;
-        self.live[0] += 1;
-        self.min_size[0] = self.min_size[0].min(size);
-        for d in 0..self.levels.len() {
-            let level = self.levels[d];
-            let key = self.key_of(model, level, tuple[level.q]);
-            node = self.child(node, key);
-            self.live[node as usize] += 1;
-            self.min_size[node as usize] = self.min_size[node as usize].min(size);
-        }
-        let c = class as usize;
-        if self.leaf_of.len() <= c {
-            self.leaf_of.resize(c + 1, u32::MAX);
-            self.pos.resize(c + 1, u32::MAX);
-        }
-        self.leaf_of[c] = node;
-        self.pos[c] = self.bucket[node as usize].len() as u32;
-        self.bucket[node as usize].push(class);
-    }
-
-    fn remove(&mut self, class: u32) {
-        let leaf = self.leaf_of[class as usize];
-        let pos = self.pos[class as usize] as usize;
-        let bucket = &mut self.bucket[leaf as usize];
-        bucket.swap_remove(pos);
-        if let Some(&moved) = bucket.get(pos) {
-            self.pos[moved as usize] = pos as u32;
-        }
-        self.leaf_of[class as usize] = u32::MAX;
-        let mut node = leaf;
-        loop {
-            let n = node as usize;
-            self.live[n] -= 1;
-            if n == 0 {
-                break;
-            }
-            let parent = self.parent[n];
-            if self.live[n] == 0 {
-                // Detach and recycle: its children are all detached already.
-                let siblings = &mut self.children[parent as usize];
-                let i = siblings
-                    .iter()
-                    .position(|&c| c == node)
-                    .expect("a live node is among its parent's children");
-                siblings.swap_remove(i);
-                self.free.push(node);
-            }
-            node = parent;
-        }
-        if self.live[0] == 0 {
-            self.min_size[0] = u32::MAX;
-        }
-    }
-}
-
-/// The classes and their trie: what a search reads.
-#[derive(Debug)]
-struct Index<'m> {
-    model: &'m DistanceModel,
-    classes: Classes,
-    trie: Trie,
-    /// The smallest class size the models accept (k).
-    k: u32,
-}
-
-/// A trie node to visit: the bounds of the attributes above it (`s1`,
-/// `s2`), of the attribute of its own level (`c1`, `c2`), and the resulting
-/// lower bound of the distance to any class below it.
-#[derive(Debug, Clone, Copy)]
-struct Frame {
-    node: u32,
-    depth: u32,
-    s1: f64,
-    s2: f64,
-    c1: f64,
-    c2: f64,
-    lb: f64,
-}
-
-/// Per-thread search scratch.
-struct Searcher<'m> {
-    probe: Probe<'m>,
-    stack: Vec<Frame>,
-    buf: Vec<Frame>,
-    evaluated: u64,
-    /// Trie children whose bound was computed.
-    bounded: u64,
-}
-
-impl<'m> Searcher<'m> {
-    fn new(model: &'m DistanceModel) -> Self {
-        Searcher {
-            probe: model.probe(),
-            stack: Vec::new(),
-            buf: Vec::new(),
-            evaluated: 0,
-            bounded: 0,
-        }
-    }
-}
-
-/// The best candidate so far: least distance, then lowest class id.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Best {
-    dist: f64,
-    class: u32,
-}
-
-impl Best {
-    const NONE: Best = Best {
-        dist: f64::INFINITY,
-        class: u32::MAX,
-    };
-    fn better(self, other: Best) -> Best {
-        match other.dist.total_cmp(&self.dist) {
-            Ordering::Less => other,
-            Ordering::Equal if other.class < self.class => other,
-            _ => self,
-        }
-    }
-    /// Bounds above this cannot hold a class at least as good (the margin
-    /// absorbs rounding: bounds and distances sum the same terms in
-    /// different orders).
-    fn cutoff(self) -> f64 {
-        self.dist + 1e-9 * (1.0 + self.dist.abs())
-    }
-}
-
-/// What a search looks for: the class nearest to `n1` rows of one tuple,
-/// other than `exclude`.
-#[derive(Debug, Clone, Copy)]
-struct Query {
-    n1: u32,
-    exclude: u32,
-    /// Whether a large partner gives only a stub (Def. 11); refinement moves
-    /// rows into whole classes.
-    stub: bool,
-}
-
-impl Index<'_> {
-    /// The number of rows of `E2` that a merge with `E1` generalises: the
-    /// stub of `k - |E1|` rows when `|E1| < k` and `|E1| + |E2| >= 2k`
-    /// (Def. 11), else all of `E2`.
-    fn partner_rows(&self, n1: u32, n2: u32) -> u32 {
-        if n1 < self.k && n1 + n2 >= 2 * self.k {
-            self.k - n1
-        } else {
-            n2
-        }
-    }
-
-    fn distance_to(&self, probe: &Probe<'_>, q: Query, c: u32) -> f64 {
-        let (s1, s2) = probe.sums(self.classes.tuple(c));
-        let n2 = self.classes.size[c as usize];
-        let rows = if q.stub {
-            self.partner_rows(q.n1, n2)
-        } else {
-            n2
-        };
-        q.n1 as f64 * s1 + rows as f64 * s2
-    }
-
-    fn scan(&self, probe: &Probe<'_>, q: Query, classes: &[u32], best: Best) -> Best {
-        classes
-            .iter()
-            .filter(|&&c| c != q.exclude)
-            .fold(best, |best, &c| {
-                best.better(Best {
-                    dist: self.distance_to(probe, q, c),
-                    class: c,
-                })
-            })
-    }
-
-    /// The live class nearest to class `e1` by class distance (ties: lowest
-    /// id), or `None` when `e1` is the only live class.
-    fn nearest(&self, s: &mut Searcher<'_>, e1: u32) -> Option<Best> {
-        let t1 = self.classes.tuple(e1);
-        let q = Query {
-            n1: self.classes.size[e1 as usize],
-            exclude: e1,
-            stub: true,
-        };
-        let best = self.search(s, t1, q, Best::NONE);
-        (best.class != u32::MAX).then_some(best)
-    }
-
-    /// The live class nearest to `q.n1` rows of tuple `t1`, if any is better
-    /// than `best` (ties: lowest id). Exact: the same answer as scanning
-    /// every class.
-    fn search(&self, s: &mut Searcher<'_>, t1: &[CellCode], q: Query, mut best: Best) -> Best {
-        let trie = &self.trie;
-        s.probe.aim(t1);
-        let n1 = q.n1;
-        let stub = if q.stub && n1 < self.k {
-            self.k - n1
-        } else {
-            u32::MAX
-        };
-        let nmin = |node: u32| trie.min_size[node as usize].min(stub) as f64;
-        let n1f = n1 as f64;
-        s.stack.clear();
-        s.stack.push(Frame {
-            node: 0,
-            depth: 0,
-            s1: 0.0,
-            s2: 0.0,
-            c1: 0.0,
-            c2: 0.0,
-            lb: 0.0,
-        });
-        while let Some(f) = s.stack.pop() {
-            if f.lb > best.cutoff() {
-                continue;
-            }
-            let depth = f.depth as usize;
-            if depth == trie.levels.len() {
-                let bucket = &trie.bucket[f.node as usize];
-                s.evaluated += bucket.len() as u64;
-                best = if bucket.len() > PARALLEL_BUCKET {
-                    let probe = &s.probe;
-                    bucket
-                        .par_chunks(1024)
-                        .map(|chunk| self.scan(probe, q, chunk, Best::NONE))
-                        .reduce(|| Best::NONE, Best::better)
-                        .better(best)
-                } else {
-                    self.scan(&s.probe, q, bucket, best)
-                };
-                continue;
-            }
-            let level = trie.levels[depth];
-            let h = self
-                .model
-                .hierarchy(level.q)
-                .expect("indexed QIs have hierarchies");
-            let a = NodeId(t1[level.q].lo);
-            let cutoff = best.cutoff();
-            // A finer level of the same QI replaces that QI's bound (it is
-            // never smaller); a new QI adds to the bounds above.
-            let (s1, s2) = if level.refines {
-                (f.s1, f.s2)
-            } else {
-                (f.s1 + f.c1, f.s2 + f.c2)
-            };
-            let children = &trie.children[f.node as usize];
-            s.bounded += children.len() as u64;
-            for &child in children {
-                let key = trie.key[child as usize];
-                let g = NodeId(key);
-                // A key at the coarse level stands for its descendants: if it
-                // covers t1 they may be t1 itself (bound 0), else every one
-                // of them meets t1 at lca(t1, key) and costs at least the
-                // key. Above the coarse level the key is the cell itself.
-                let (c1, c2) = if level.coarse > 0 && h.level(g).0 == level.coarse && h.covers(g, a)
-                {
-                    (0.0, 0.0)
-                } else {
-                    s.probe.parts(level.q, CellCode::node(key))
-                };
-                let lb = n1f * (s1 + c1) + nmin(child) * (s2 + c2);
-                if lb <= cutoff {
-                    s.buf.push(Frame {
-                        node: child,
-                        depth: f.depth + 1,
-                        s1,
-                        s2,
-                        c1,
-                        c2,
-                        lb,
-                    });
-                }
-            }
-            // Cheapest child on top of the stack.
-            s.buf.sort_by(|x, y| y.lb.total_cmp(&x.lb));
-            s.stack.append(&mut s.buf);
-        }
-        best
-    }
-
-    /// The full scan [`Index::search`] must agree with (tests).
-    fn search_brute(&self, probe: &mut Probe<'_>, t1: &[CellCode], q: Query, best: Best) -> Best {
-        probe.aim(t1);
-        let live: Vec<u32> = (0..self.classes.len() as u32)
-            .filter(|&c| self.classes.alive[c as usize])
-            .collect();
-        self.scan(probe, q, &live, best)
-    }
-
-    /// The key of the keyed strategies: the distortion a class's best merge
-    /// adds per row of the class it forms, `Dist / (|E1| + |stub or E2|)`.
-    fn key(&self, e1: u32, best: Option<Best>) -> f64 {
-        let Some(b) = best else {
-            return f64::INFINITY;
-        };
-        let n1 = self.classes.size[e1 as usize];
-        let rows = n1 + self.partner_rows(n1, self.classes.size[b.class as usize]);
-        b.dist / rows as f64
-    }
-}
-
-/// Total order on f64 keys for the largest-distortion-first heap.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Key(f64);
-impl Eq for Key {}
-impl PartialOrd for Key {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Key {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-/// The classes not yet accepted, ordered by the strategy.
-enum Pending {
-    Random {
-        rng: Box<ChaCha8Rng>,
-        list: Vec<u32>,
-        pos: Vec<u32>,
-    },
-    Smallest {
-        set: BTreeSet<(u32, u32)>,
-        key: Vec<u32>,
-    },
-    /// A max-heap of `sign * distance` (stale keys are re-evaluated).
-    Keyed {
-        heap: BinaryHeap<(Key, Reverse<u32>)>,
-        member: Vec<bool>,
-        sign: f64,
-    },
-}
-
-impl Pending {
-    fn add(&mut self, class: u32, size: u32, key: f64) {
-        let c = class as usize;
-        match self {
-            Pending::Random { list, pos, .. } => {
-                if pos.len() <= c {
-                    pos.resize(c + 1, u32::MAX);
-                }
-                pos[c] = list.len() as u32;
-                list.push(class);
-            }
-            Pending::Smallest { set, key: k } => {
-                if k.len() <= c {
-                    k.resize(c + 1, u32::MAX);
-                }
-                k[c] = size;
-                set.insert((size, class));
-            }
-            Pending::Keyed { heap, member, .. } => {
-                if member.len() <= c {
-                    member.resize(c + 1, false);
-                }
-                member[c] = true;
-                heap.push((Key(key), Reverse(class)));
-            }
-        }
-    }
-
-    fn remove(&mut self, class: u32) {
-        let c = class as usize;
-        match self {
-            Pending::Random { list, pos, .. } => {
-                let Some(&p) = pos.get(c).filter(|&&p| p != u32::MAX) else {
-                    return;
-                };
-                list.swap_remove(p as usize);
-                if let Some(&moved) = list.get(p as usize) {
-                    pos[moved as usize] = p;
-                }
-                pos[c] = u32::MAX;
-            }
-            Pending::Smallest { set, key } => {
-                if let Some(&s) = key.get(c).filter(|&&s| s != u32::MAX) {
-                    set.remove(&(s, class));
-                    key[c] = u32::MAX;
-                }
-            }
-            Pending::Keyed { member, .. } => {
-                if let Some(m) = member.get_mut(c) {
-                    *m = false;
-                }
-            }
-        }
-    }
-}
 
 struct Run<'a, 'm> {
     kaca: &'a Kaca,

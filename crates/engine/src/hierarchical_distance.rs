@@ -311,26 +311,34 @@ impl Probe<'_> {
                 self.tables[q] = None;
                 continue;
             }
-            let a = NodeId(t1[q].lo);
-            let ca = cost[a.0 as usize];
+            let a = t1[q].lo;
+            let ca = cost[a as usize];
+            let n = h.node_count();
             let table = self.tables[q].get_or_insert_with(Vec::new);
             table.clear();
-            table.resize(h.node_count(), (0.0, 0.0));
+            table.resize(n, (0.0, 0.0));
             let lca = &mut self.lca;
             lca.clear();
-            lca.resize(h.node_count(), 0);
+            lca.resize(n, u32::MAX);
+            // a and its ancestors are their own lca with a.
+            let mut x = a;
+            loop {
+                lca[x as usize] = x;
+                let p = h.parent(NodeId(x)).0;
+                if p == x {
+                    break;
+                }
+                x = p;
+            }
             // Internal nodes are numbered by level after the leaves, so the
             // descending order visits the root first and every parent before
             // its children.
-            for b in (0..h.node_count() as u32).rev() {
-                let l = if h.covers(NodeId(b), a) {
-                    b
-                } else {
-                    lca[h.parent(NodeId(b)).0 as usize]
-                };
-                lca[b as usize] = l;
-                let cl = cost[l as usize];
-                table[b as usize] = (cl - ca, cl - cost[b as usize]);
+            for b in (0..n).rev() {
+                if lca[b] == u32::MAX {
+                    lca[b] = lca[h.parent(NodeId(b as u32)).0 as usize];
+                }
+                let cl = cost[lca[b] as usize];
+                table[b] = (cl - ca, cl - cost[b]);
             }
         }
     }
