@@ -236,7 +236,17 @@ impl Algorithm for Kaca {
 }
 
 /// Most refinement passes.
-const REFINE_PASSES: usize = 8;
+const REFINE_PASSES: usize = 12;
+
+/// A refinement move: `rows` rows of member `member` of class `from` go to
+/// class `to`.
+#[derive(Debug, Clone, Copy)]
+struct Move {
+    from: u32,
+    member: u32,
+    rows: u32,
+    to: u32,
+}
 
 struct Run<'a, 'm> {
     kaca: &'a Kaca,
@@ -385,19 +395,20 @@ impl<'a, 'm> Run<'a, 'm> {
         let keys: Vec<f64> = match self.pending {
             Pending::Keyed { sign, .. } => {
                 let index = &self.index;
-                let found: Vec<(f64, u64)> = initial
+                let found: Vec<(f64, u64, u64)> = initial
                     .par_iter()
                     .map_init(
                         || Searcher::new(index.model),
                         |s, &c| {
-                            let before = s.evaluated;
+                            let (e, b) = (s.evaluated, s.bounded);
                             let d = index.key(c, index.nearest(s, c));
-                            (d, s.evaluated - before)
+                            (d, s.evaluated - e, s.bounded - b)
                         },
                     )
                     .collect();
                 self.details.searches += found.len();
                 self.details.distances_evaluated += found.iter().map(|f| f.1).sum::<u64>();
+                self.details.bounds_computed += found.iter().map(|f| f.2).sum::<u64>();
                 found.into_iter().map(|f| sign * f.0).collect()
             }
             _ => vec![0.0; initial.len()],
@@ -653,73 +664,115 @@ impl<'a, 'm> Run<'a, 'm> {
         true
     }
 
-    /// Local search after the merges: for every slice of identical rows of
-    /// a class, moves as many of them as the class can spare (keeping k) to
-    /// the class where they add the least distortion, when that is less
-    /// than what leaving saves; repeats until a pass moves nothing (at most
-    /// [`REFINE_PASSES`]). Every move lowers the total distortion, so it
-    /// terminates; the search only looks for classes cheaper than the
-    /// saving, which prunes most of the trie.
+    /// Local search after the merges. A pass proposes, for every slice of
+    /// identical rows of a class, to move as many of them as the class can
+    /// spare (keeping k) to the class where they add the least distortion,
+    /// when that is less than what leaving saves; proposals are computed in
+    /// parallel against the state at the start of the pass and applied in
+    /// order, skipping those whose classes an earlier move of the pass
+    /// changed. The first pass looks at every class, later ones at the
+    /// classes the previous pass changed or skipped. Every applied move is
+    /// exactly as proposed and lowers the total distortion, so passes stop
+    /// (at the latest after [`REFINE_PASSES`]); the result does not depend
+    /// on the thread count. The search only looks for classes cheaper than
+    /// the saving, which prunes most of the trie.
     fn refine(&mut self) {
+        // Classes whose slices a pass looks at: all at first, then those a
+        // move changed and those whose move was skipped.
+        let mut open = vec![true; self.index.classes.len()];
         for _ in 0..REFINE_PASSES {
             self.details.refine_passes += 1;
+            let slices: Vec<(u32, u32)> = (0..self.index.classes.len() as u32)
+                .filter(|&a| {
+                    open[a as usize]
+                        && self.index.classes.alive[a as usize]
+                        && self.index.classes.size[a as usize] > self.index.k
+                })
+                .flat_map(|a| {
+                    (0..self.index.classes.members[a as usize].len() as u32).map(move |i| (a, i))
+                })
+                .collect();
+            let this = &*self;
+            let proposals: Vec<(Option<Move>, bool, u64, u64)> = slices
+                .par_iter()
+                .map_init(
+                    || Searcher::new(this.index.model),
+                    |s, &(a, i)| {
+                        let (e, b) = (s.evaluated, s.bounded);
+                        let (mv, searched) = this.propose(s, a, i as usize);
+                        (mv, searched, s.evaluated - e, s.bounded - b)
+                    },
+                )
+                .collect();
+            let mut touched = vec![false; self.index.classes.len()];
+            let mut next = vec![false; self.index.classes.len()];
             let mut moves = 0;
-            for a in 0..self.index.classes.len() as u32 {
-                let mut i = 0;
-                while self.index.classes.alive[a as usize]
-                    && i < self.index.classes.members[a as usize].len()
-                {
-                    match self.try_move(a, i) {
-                        Some(true) => moves += 1,
-                        Some(false) => {
-                            moves += 1;
-                            i += 1;
-                        }
-                        None => i += 1,
+            for (mv, searched, evaluated, bounded) in proposals {
+                self.details.searches += searched as usize;
+                self.details.distances_evaluated += evaluated;
+                self.details.bounds_computed += bounded;
+                let Some(mv) = mv else { continue };
+                if touched[mv.from as usize] || touched[mv.to as usize] {
+                    next[mv.from as usize] = true;
+                    continue;
+                }
+                if self.apply(mv) {
+                    for c in [mv.from, mv.to] {
+                        touched[c as usize] = true;
+                        next[c as usize] = true;
                     }
+                    moves += 1;
                 }
             }
             self.details.refine_moves += moves;
             if moves == 0 {
                 break;
             }
+            open = next;
         }
     }
 
-    /// Tries to move rows of member `i` of class `a`; `Some(true)` when the
-    /// whole member left, `Some(false)` when part of it did, `None` when
-    /// nothing moved.
-    fn try_move(&mut self, a: u32, i: usize) -> Option<bool> {
+    /// The members of class `a` without `moved` rows of member `i` (the
+    /// tail of its slice), the moved slice, and the tuple of what stays.
+    fn without(&self, a: u32, i: usize, moved: u32) -> (Vec<Member>, Member, Vec<CellCode>) {
+        let classes = &self.index.classes;
+        let x = classes.members[a as usize][i];
+        let mut rest = classes.members[a as usize].clone();
+        let t_rest = if moved == x.len {
+            rest.remove(i);
+            self.tuple_of(None, &rest)
+        } else {
+            rest[i].len -= moved;
+            classes.tuple(a).to_vec()
+        };
+        let slice = Member {
+            orig: x.orig,
+            start: x.start + x.len - moved,
+            len: moved,
+        };
+        (rest, slice, t_rest)
+    }
+
+    /// The best move of rows of member `i` of class `a` on the current
+    /// state, if one lowers the total distortion, and whether it searched.
+    fn propose(&self, s: &mut Searcher<'_>, a: u32, i: usize) -> (Option<Move>, bool) {
         let model = self.index.model;
         let classes = &self.index.classes;
         let size_a = classes.size[a as usize];
         let x = classes.members[a as usize][i];
-        let spare = size_a.checked_sub(self.index.k)?;
-        let moved = x.len.min(spare);
+        let moved = x.len.min(size_a.saturating_sub(self.index.k));
         if moved == 0 {
-            return None;
+            return (None, false);
         }
-        let whole = moved == x.len;
-        let mut rest = classes.members[a as usize].clone();
-        if whole {
-            rest.remove(i);
-        } else {
-            rest[i].len -= moved;
-        }
-        let t_a = classes.tuple(a).to_vec();
-        let t_rest = if whole {
-            self.tuple_of(None, &rest)
-        } else {
-            t_a.clone()
-        };
+        let (_, _, t_rest) = self.without(a, i, moved);
         let t_x = self.orig_tuple(x.orig);
-        let saving = size_a as f64 * model.tuple_cost(&t_a)
+        let saving = size_a as f64 * model.tuple_cost(classes.tuple(a))
             - (size_a - moved) as f64 * model.tuple_cost(&t_rest)
             - moved as f64 * model.tuple_cost(&t_x);
         // Only a strict improvement (beyond rounding) is worth a move.
         let bar = saving - 1e-9 * (1.0 + saving.abs());
         if bar <= 0.0 {
-            return None;
+            return (None, false);
         }
         let q = Query {
             n1: moved,
@@ -730,8 +783,7 @@ impl<'a, 'm> Run<'a, 'm> {
             dist: bar,
             class: u32::MAX,
         };
-        self.details.searches += 1;
-        let best = self.index.search(&mut self.searcher, &t_x, q, start);
+        let best = self.index.search(s, &t_x, q, start);
         if self.kaca.check {
             let mut probe = model.probe();
             assert_eq!(
@@ -740,26 +792,31 @@ impl<'a, 'm> Run<'a, 'm> {
                 "pruned refinement search differs from the full scan"
             );
         }
-        if best.class == u32::MAX {
-            return None;
-        }
-        let b = best.class;
-        let slice = Member {
-            orig: x.orig,
-            start: x.start + x.len - moved,
-            len: moved,
-        };
-        let mut joined = self.index.classes.members[b as usize].clone();
+        let mv = (best.class != u32::MAX).then_some(Move {
+            from: a,
+            member: i as u32,
+            rows: moved,
+            to: best.class,
+        });
+        (mv, true)
+    }
+
+    /// Applies a proposed move unless the models reject either class.
+    fn apply(&mut self, mv: Move) -> bool {
+        let model = self.index.model;
+        let (rest, slice, t_rest) = self.without(mv.from, mv.member as usize, mv.rows);
+        let mut joined = self.index.classes.members[mv.to as usize].clone();
         joined.push(slice);
         if !self.accepts(&rest) || !self.accepts(&joined) {
-            return None;
+            return false;
         }
-        let t_b: Vec<CellCode> = (0..t_x.len())
-            .map(|q| model.join(q, self.index.classes.tuple(b)[q], t_x[q]))
+        let t_x = self.orig_tuple(slice.orig);
+        let t_to: Vec<CellCode> = (0..t_x.len())
+            .map(|q| model.join(q, self.index.classes.tuple(mv.to)[q], t_x[q]))
             .collect();
-        self.replace(a, rest, &t_rest);
-        self.replace(b, joined, &t_b);
-        Some(whole)
+        self.replace(mv.from, rest, &t_rest);
+        self.replace(mv.to, joined, &t_to);
+        true
     }
 
     /// Gives a live class new members and cells.
