@@ -236,7 +236,7 @@ impl Algorithm for Kaca {
 }
 
 /// Most refinement passes.
-const REFINE_PASSES: usize = 12;
+const REFINE_PASSES: usize = 8;
 
 /// A refinement move: `rows` rows of member `member` of class `from` go to
 /// class `to`.
@@ -667,60 +667,70 @@ impl<'a, 'm> Run<'a, 'm> {
     /// Local search after the merges. A pass proposes, for every slice of
     /// identical rows of a class, to move as many of them as the class can
     /// spare (keeping k) to the class where they add the least distortion,
-    /// when that is less than what leaving saves; proposals are computed in
+    /// when that is less than what leaving saves. Proposals are computed in
     /// parallel against the state at the start of the pass and applied in
-    /// order, skipping those whose classes an earlier move of the pass
-    /// changed. The first pass looks at every class, later ones at the
-    /// classes the previous pass changed or skipped. Every applied move is
-    /// exactly as proposed and lowers the total distortion, so passes stop
-    /// (at the latest after [`REFINE_PASSES`]); the result does not depend
-    /// on the thread count. The search only looks for classes cheaper than
-    /// the saving, which prunes most of the trie.
+    /// order; one whose classes an earlier move of the pass changed is
+    /// proposed again on the current state first. The first pass looks at
+    /// every class, later ones at the classes the previous pass changed.
+    /// Every applied move lowers the total distortion, so passes stop (at
+    /// the latest after [`REFINE_PASSES`]); the result does not depend on
+    /// the thread count. The search only looks for classes cheaper than the
+    /// saving, which prunes most of the trie.
     fn refine(&mut self) {
-        // Classes whose slices a pass looks at: all at first, then those a
-        // move changed and those whose move was skipped.
+        // Classes whose slices a pass looks at: all at first, then those the
+        // previous pass changed.
         let mut open = vec![true; self.index.classes.len()];
+        let mut searcher = Searcher::new(self.index.model);
         for _ in 0..REFINE_PASSES {
             self.details.refine_passes += 1;
-            let slices: Vec<(u32, u32)> = (0..self.index.classes.len() as u32)
+            let slices: Vec<(u32, Member)> = (0..self.index.classes.len() as u32)
                 .filter(|&a| {
                     open[a as usize]
                         && self.index.classes.alive[a as usize]
                         && self.index.classes.size[a as usize] > self.index.k
                 })
                 .flat_map(|a| {
-                    (0..self.index.classes.members[a as usize].len() as u32).map(move |i| (a, i))
+                    self.index.classes.members[a as usize]
+                        .iter()
+                        .map(move |&mb| (a, mb))
                 })
                 .collect();
             let this = &*self;
             let proposals: Vec<(Option<Move>, bool, u64, u64)> = slices
                 .par_iter()
+                .enumerate()
                 .map_init(
                     || Searcher::new(this.index.model),
-                    |s, &(a, i)| {
-                        let (e, b) = (s.evaluated, s.bounded);
-                        let (mv, searched) = this.propose(s, a, i as usize);
-                        (mv, searched, s.evaluated - e, s.bounded - b)
+                    |s, (i, &(a, _))| {
+                        let first = slices.partition_point(|&(c, _)| c < a);
+                        this.counted_proposal(s, a, i - first)
                     },
                 )
                 .collect();
             let mut touched = vec![false; self.index.classes.len()];
-            let mut next = vec![false; self.index.classes.len()];
             let mut moves = 0;
-            for (mv, searched, evaluated, bounded) in proposals {
-                self.details.searches += searched as usize;
-                self.details.distances_evaluated += evaluated;
-                self.details.bounds_computed += bounded;
+            for (&(a, slice), proposal) in slices.iter().zip(proposals) {
+                let stale =
+                    touched[a as usize] || proposal.0.is_some_and(|mv| touched[mv.to as usize]);
+                let (mv, searched, evaluated, bounded) = if stale {
+                    // Proposed on a state this pass has changed: propose
+                    // again on the current one, if the slice is still there.
+                    self.count_proposal(proposal);
+                    let Some(i) = self.index.classes.members[a as usize]
+                        .iter()
+                        .position(|mb| mb.orig == slice.orig && mb.start == slice.start)
+                    else {
+                        continue;
+                    };
+                    self.counted_proposal(&mut searcher, a, i)
+                } else {
+                    proposal
+                };
+                self.count_proposal((None, searched, evaluated, bounded));
                 let Some(mv) = mv else { continue };
-                if touched[mv.from as usize] || touched[mv.to as usize] {
-                    next[mv.from as usize] = true;
-                    continue;
-                }
                 if self.apply(mv) {
-                    for c in [mv.from, mv.to] {
-                        touched[c as usize] = true;
-                        next[c as usize] = true;
-                    }
+                    touched[mv.from as usize] = true;
+                    touched[mv.to as usize] = true;
                     moves += 1;
                 }
             }
@@ -728,8 +738,29 @@ impl<'a, 'm> Run<'a, 'm> {
             if moves == 0 {
                 break;
             }
-            open = next;
+            open = touched;
         }
+    }
+
+    /// [`Run::propose`] with the searches and work it took.
+    fn counted_proposal(
+        &self,
+        s: &mut Searcher<'_>,
+        a: u32,
+        i: usize,
+    ) -> (Option<Move>, bool, u64, u64) {
+        let (e, b) = (s.evaluated, s.bounded);
+        let (mv, searched) = self.propose(s, a, i);
+        (mv, searched, s.evaluated - e, s.bounded - b)
+    }
+
+    fn count_proposal(
+        &mut self,
+        (_, searched, evaluated, bounded): (Option<Move>, bool, u64, u64),
+    ) {
+        self.details.searches += searched as usize;
+        self.details.distances_evaluated += evaluated;
+        self.details.bounds_computed += bounded;
     }
 
     /// The members of class `a` without `moved` rows of member `i` (the
