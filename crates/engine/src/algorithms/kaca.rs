@@ -206,7 +206,7 @@ struct KacaDetails {
     bounds_computed: u64,
     trie_nodes: usize,
     trie_levels: usize,
-    /// Lazily re-evaluated keys (largest-distortion-first).
+    /// Lazily re-evaluated keys (keyed strategies).
     requeued: usize,
     /// Refinement passes and the row moves they made.
     refine_passes: usize,
@@ -254,11 +254,11 @@ struct Run<'a, 'm> {
     index: Index<'m>,
     searcher: Searcher<'m>,
     pending: Pending,
-    suppressed: Vec<Member>,
     suppressed_rows: usize,
     max_suppressed: usize,
     /// Rows in live classes.
     live_rows: usize,
+    /// Scratch: the rows of a class the models are asked about.
     rows: Vec<u32>,
     details: KacaDetails,
 }
@@ -335,7 +335,6 @@ impl<'a, 'm> Run<'a, 'm> {
             },
             searcher: Searcher::new(model),
             pending,
-            suppressed: Vec::new(),
             suppressed_rows: 0,
             max_suppressed: ctx.privacy.max_suppressed(ctx.table.n_rows()),
             live_rows,
@@ -519,11 +518,11 @@ impl<'a, 'm> Run<'a, 'm> {
         self.pending.remove(c);
     }
 
+    /// Suppresses a class: it leaves the live classes, so its rows are
+    /// published as suppressed.
     fn suppress(&mut self, c: u32) {
         let n = self.index.classes.size[c as usize] as usize;
         self.kill(c);
-        self.suppressed
-            .extend(std::mem::take(&mut self.index.classes.members[c as usize]));
         self.suppressed_rows += n;
         self.live_rows -= n;
         self.details.suppressed_classes += 1;
