@@ -6,7 +6,9 @@
 //! ```
 //! Overrides: `k=10`, `algorithm=kaca`, `suppression_limit=0.02`, `qis=age,sex,race` (keeps those QIs in
 //! that order, other QIs become insensitive), `rows=5000` (first rows only),
-//! and any algorithm parameter as `param.NAME=JSON` (e.g. `param.strategy="random"`).
+//! and any algorithm parameter as `param.NAME=JSON` (e.g. `param.strategy="random"`);
+//! `requirement=age,sex:10` adds an anonymity requirement `<shield, k>`
+//! (repeatable; `k=0` leaves only the requirements).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -29,6 +31,10 @@ fn main() {
                 spec.privacy.suppression_limit = Some(value.parse().expect("a share in 0..=1"))
             }
             "rows" => rows = Some(value.parse().expect("rows is a number")),
+            "requirement" => spec
+                .privacy
+                .requirements
+                .push(value.parse().unwrap_or_else(|e| panic!("{e}"))),
             "qis" => {
                 let wanted: Vec<&str> = value.split(',').collect();
                 let mut attrs = Vec::new();
@@ -81,6 +87,7 @@ fn main() {
         "anonymize_s": total.as_secs_f64(),
         "timings": result.timings,
         "details": result.details,
+        "verified": result.verified,
         "report": result.report,
     });
     println!("{}", serde_json::to_string_pretty(&out).unwrap());

@@ -50,6 +50,11 @@ pub struct Anonymization {
 /// Runs the job's algorithm on an encoded table, verifies the partition
 /// (fail closed) and computes the metrics.
 ///
+/// A job with anonymity requirements `<shield, k>` is verified against every
+/// one of them by projection, whatever the algorithm. Algorithms that
+/// understand a single k (all but `heuristic-min`) meet such a job through
+/// [`Privacy`]'s stand-in: k-anonymity with the largest k on all QIs.
+///
 /// # Errors
 /// [`crate::Error::Spec`] for a bad algorithm or parameters,
 /// [`crate::Error::Unsatisfiable`] when the model cannot be met,
@@ -86,7 +91,7 @@ pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Res
         table,
         &outcome.partition,
         ReportOptions {
-            k: privacy.min_class_size(),
+            k: privacy.class_min_size(),
             ..Default::default()
         },
     );

@@ -92,11 +92,113 @@ impl PrivacyModel for KAnonymity {
     }
 }
 
-/// The complete privacy requirement of a job: its models and how many rows
-/// may be suppressed.
+/// An anonymity requirement `<S, k>` (HeuristicMin, seed 002 section 3.1;
+/// `SPEC.md` section 1): the projection of the release on the shield `S` (a
+/// set of QIs) holds every tuple at least `k` times. Plain k-anonymity is
+/// `<all QIs, k>`.
+///
+/// A requirement on a strict subset of the QIs is not a property of one
+/// class: a projected tuple gathers every published class that agrees on the
+/// shield. It is therefore not a [`PrivacyModel`]; the verifier checks it on
+/// the projection of the whole release ([`crate::verify`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    /// QI indices (job order, ascending), `None` for all QIs.
+    columns: Option<Vec<usize>>,
+    names: Vec<String>,
+    k: usize,
+}
+
+impl Requirement {
+    /// `<all QIs, k>`: k-anonymity.
+    pub fn all(k: usize) -> Self {
+        Requirement {
+            columns: None,
+            names: Vec::new(),
+            k,
+        }
+    }
+
+    /// `<S, k>` on the QIs at the given indices (job order) with their names.
+    /// A shield naming every one of `n_qi` QIs is `<all QIs, k>`.
+    pub fn on(shield: impl IntoIterator<Item = (usize, String)>, k: usize, n_qi: usize) -> Self {
+        let mut cols: Vec<(usize, String)> = shield.into_iter().collect();
+        cols.sort();
+        cols.dedup_by_key(|(q, _)| *q);
+        if cols.len() == n_qi {
+            return Requirement::all(k);
+        }
+        Requirement {
+            columns: Some(cols.iter().map(|(q, _)| *q).collect()),
+            names: cols.into_iter().map(|(_, n)| n).collect(),
+            k,
+        }
+    }
+
+    /// The anonymity degree.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Whether the shield is every QI (plain k-anonymity, a per-class check).
+    pub fn is_all(&self) -> bool {
+        self.columns.is_none()
+    }
+
+    /// The shield's QI indices among `n_qi` QIs, ascending.
+    pub fn columns(&self, n_qi: usize) -> Vec<usize> {
+        match &self.columns {
+            Some(c) => c.clone(),
+            None => (0..n_qi).collect(),
+        }
+    }
+
+    /// Whether QI `q` is in the shield.
+    pub fn contains(&self, q: usize) -> bool {
+        self.columns
+            .as_ref()
+            .is_none_or(|c| c.binary_search(&q).is_ok())
+    }
+
+    /// `<{age, sex}, 10>`, or `<all QIs, 10>`.
+    pub fn describe(&self) -> String {
+        match &self.columns {
+            None => format!("<all QIs, {}>", self.k),
+            Some(_) => format!("<{{{}}}, {}>", self.names.join(", "), self.k),
+        }
+    }
+
+    /// Whether every release satisfying `other` satisfies `self`: `other`'s
+    /// shield contains this one and its k is at least this k (a projection on
+    /// fewer attributes only merges tuples).
+    pub fn is_implied_by(&self, other: &Requirement) -> bool {
+        other.k >= self.k
+            && match (&self.columns, &other.columns) {
+                (_, None) => true,
+                (None, Some(_)) => false,
+                (Some(a), Some(b)) => a.iter().all(|q| b.binary_search(q).is_ok()),
+            }
+    }
+}
+
+/// The complete privacy requirement of a job: its anonymity requirements,
+/// its per-class models and how many rows may be suppressed.
+///
+/// Algorithms that understand a single k (every one but HeuristicMin) see
+/// the requirements through one stand-in model: k-anonymity with the largest
+/// k of all requirements, on all QIs. A tuple of any shield's projection
+/// gathers whole classes of the release, so it has at least as many rows as
+/// one class: the stand-in satisfies every requirement (over-protecting the
+/// smaller ones). The verifier does
+/// not use the stand-in: it checks every requirement by projection, so
+/// requirement-aware algorithms are held to exactly what the job asked.
 #[derive(Debug)]
 pub struct Privacy {
+    /// Per-class models; `models[0]` is the requirements' stand-in when
+    /// `standin` is set.
     models: Vec<Box<dyn PrivacyModel>>,
+    standin: bool,
+    requirements: Vec<Requirement>,
     suppression_limit: f64,
 }
 
@@ -107,18 +209,76 @@ impl Privacy {
     /// [`Error::Spec`] for invalid settings.
     pub fn from_spec(spec: &JobSpec) -> Result<Self> {
         spec.validate()?;
-        Ok(Privacy {
-            models: vec![Box::new(KAnonymity { k: spec.privacy.k })],
-            suppression_limit: spec.suppression_limit(),
-        })
+        let qis: Vec<&str> = spec.quasi_identifiers().map(|a| a.name.as_str()).collect();
+        let mut requirements = Vec::new();
+        if spec.privacy.k >= 1 {
+            requirements.push(Requirement::all(spec.privacy.k));
+        }
+        for r in &spec.privacy.requirements {
+            let shield = r.shield.iter().map(|name| {
+                let q = qis
+                    .iter()
+                    .position(|n| n == name)
+                    .expect("validated: shields name QIs");
+                (q, name.clone())
+            });
+            requirements.push(Requirement::on(shield, r.k, qis.len()));
+        }
+        Ok(Self::with_requirements(requirements).with_suppression_limit(spec.suppression_limit()))
     }
 
     /// Plain k-anonymity without suppression.
     pub fn k_anonymity(k: usize) -> Self {
+        Self::with_requirements(vec![Requirement::all(k)])
+    }
+
+    /// The given anonymity requirements without suppression.
+    ///
+    /// # Panics
+    /// When `requirements` is empty.
+    pub fn with_requirements(requirements: Vec<Requirement>) -> Self {
+        let k = requirements
+            .iter()
+            .map(Requirement::k)
+            .max()
+            .expect("at least one requirement");
         Privacy {
             models: vec![Box::new(KAnonymity { k })],
+            standin: true,
+            requirements,
             suppression_limit: 0.0,
         }
+    }
+
+    /// The anonymity requirements `<shield, k>` (plain k is `<all QIs, k>`).
+    pub fn requirements(&self) -> &[Requirement] {
+        &self.requirements
+    }
+
+    /// Whether the job holds a requirement on a strict subset of the QIs,
+    /// which single-k algorithms meet through the stand-in (largest k on all
+    /// QIs).
+    pub fn has_shield_requirements(&self) -> bool {
+        self.requirements.iter().any(|r| !r.is_all())
+    }
+
+    /// The per-class models besides the requirements (l-diversity, ...):
+    /// what a requirement-aware algorithm must check on classes itself.
+    pub fn class_models(&self) -> &[Box<dyn PrivacyModel>] {
+        &self.models[self.standin as usize..]
+    }
+
+    /// The smallest class size the job itself demands of every class: the
+    /// largest k of the requirements on all QIs and the models' minimum
+    /// (1 when only shield requirements are given).
+    pub fn class_min_size(&self) -> usize {
+        self.requirements
+            .iter()
+            .filter(|r| r.is_all())
+            .map(Requirement::k)
+            .chain(self.class_models().iter().map(|m| m.min_class_size()))
+            .max()
+            .unwrap_or(1)
     }
 
     /// Adds a model.
@@ -180,11 +340,12 @@ impl Privacy {
         self.models.iter().any(|m| m.needs_rows())
     }
 
-    /// A readable description of all models.
+    /// A readable description of all requirements and models.
     pub fn describe(&self) -> String {
-        self.models
+        self.requirements
             .iter()
-            .map(|m| m.describe())
+            .map(Requirement::describe)
+            .chain(self.class_models().iter().map(|m| m.describe()))
             .collect::<Vec<_>>()
             .join(", ")
     }

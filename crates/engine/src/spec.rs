@@ -184,8 +184,16 @@ impl AttributeSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrivacySpec {
-    /// k of k-anonymity: every published class holds at least k rows.
+    /// k of k-anonymity: every published class holds at least k rows, i.e.
+    /// the requirement `<all QIs, k>`. May be left out (0) when
+    /// `requirements` are given.
+    #[serde(default)]
     pub k: usize,
+    /// Further anonymity requirements `<shield, k>` (HeuristicMin, seed 002
+    /// section 3.1): the projection of the release on the shield holds every
+    /// tuple at least k times. They add to `k`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<RequirementSpec>,
     /// Largest share of rows (0..=1) that may be suppressed; default 0.
     #[serde(default)]
     pub suppression_limit: Option<f64>,
@@ -195,8 +203,44 @@ impl Default for PrivacySpec {
     fn default() -> Self {
         PrivacySpec {
             k: 2,
+            requirements: Vec::new(),
             suppression_limit: None,
         }
+    }
+}
+
+/// One anonymity requirement `<shield, k>` as written in a job file:
+/// `{ shield = ["age", "sex"], k = 10 }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementSpec {
+    /// Quasi-identifiers whose joint values must each occur at least k times.
+    pub shield: Vec<String>,
+    /// The anonymity degree.
+    pub k: usize,
+}
+
+impl std::str::FromStr for RequirementSpec {
+    type Err = Error;
+
+    /// Parses the command-line form `age,sex:10` (shield, colon, k).
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::spec(
+                "privacy.requirements",
+                "write a requirement as `attribute,attribute,...:k`, e.g. `age,sex:10`",
+            )
+        };
+        let (shield, k) = s.rsplit_once(':').ok_or_else(bad)?;
+        let k = k.trim().parse().map_err(|_| bad())?;
+        let shield: Vec<String> = shield
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches('}')
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .collect();
+        Ok(RequirementSpec { shield, k })
     }
 }
 
@@ -245,8 +289,11 @@ impl JobSpec {
     /// # Errors
     /// [`Error::Spec`] naming the setting.
     pub fn validate(&self) -> Result<()> {
-        if self.privacy.k < 1 {
-            return Err(Error::spec("privacy.k", "k must be at least 1"));
+        if self.privacy.k < 1 && self.privacy.requirements.is_empty() {
+            return Err(Error::spec(
+                "privacy.k",
+                "k must be at least 1 (or give `privacy.requirements`)",
+            ));
         }
         if let Some(s) = self.privacy.suppression_limit {
             if !(0.0..=1.0).contains(&s) {
@@ -279,6 +326,38 @@ impl JobSpec {
                 "attributes",
                 "no quasi-identifier: give at least one attribute with role = \"quasi-identifier\"",
             ));
+        }
+        for (i, r) in self.privacy.requirements.iter().enumerate() {
+            let setting = format!("privacy.requirements[{i}]");
+            if r.k < 1 {
+                return Err(Error::spec(format!("{setting}.k"), "k must be at least 1"));
+            }
+            if r.shield.is_empty() {
+                return Err(Error::spec(
+                    format!("{setting}.shield"),
+                    "name at least one quasi-identifier",
+                ));
+            }
+            let mut seen = std::collections::HashSet::new();
+            for name in &r.shield {
+                if self.role_of(name) != Role::QuasiIdentifier {
+                    let qis: Vec<&str> =
+                        self.quasi_identifiers().map(|a| a.name.as_str()).collect();
+                    return Err(Error::spec(
+                        format!("{setting}.shield"),
+                        format!(
+                            "`{name}` is not a quasi-identifier of the job; a shield names quasi-identifiers only ([{}])",
+                            qis.join(", ")
+                        ),
+                    ));
+                }
+                if !seen.insert(name.as_str()) {
+                    return Err(Error::spec(
+                        format!("{setting}.shield"),
+                        format!("`{name}` is listed more than once"),
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
 
 pub mod datafly;
+pub mod heuristic_min;
 pub mod incognito;
 pub mod kaca;
 pub(crate) mod lattice;
@@ -54,7 +55,14 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 }
 
 /// Names of the registered algorithms.
-pub const NAMES: &[&str] = &["mondrian", "datafly", "incognito", "sbc", "kaca"];
+pub const NAMES: &[&str] = &[
+    "mondrian",
+    "datafly",
+    "incognito",
+    "sbc",
+    "heuristic-min",
+    "kaca",
+];
 
 /// The algorithm a job names, with its parameters parsed.
 ///
@@ -67,6 +75,9 @@ pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
         "datafly" => Ok(Box::new(datafly::Datafly::from_params(a.params()?))),
         "incognito" => Ok(Box::new(incognito::Incognito::from_params(a.params()?))),
         "sbc" => Ok(Box::new(sbc::Sbc::from_params(a.params()?))),
+        "heuristic-min" => Ok(Box::new(heuristic_min::HeuristicMin::from_params(
+            a.params()?,
+        )?)),
         "kaca" => Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
         other => Err(Error::spec(
             "algorithm.name",
