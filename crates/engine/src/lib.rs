@@ -18,6 +18,7 @@ pub(crate) mod distance;
 pub mod encode;
 pub mod error;
 pub mod generalise;
+pub mod hierarchical_distance;
 pub mod hierarchy;
 pub mod metrics;
 pub mod partition;

@@ -6,6 +6,7 @@
 pub mod datafly;
 pub mod heuristic_min;
 pub mod incognito;
+pub mod kaca;
 pub mod l_clustering;
 pub(crate) mod lattice;
 pub mod mondrian;
@@ -62,6 +63,7 @@ pub const NAMES: &[&str] = &[
     "incognito",
     "sbc",
     "heuristic-min",
+    "kaca",
     "l-clustering",
 ];
 
@@ -82,6 +84,7 @@ pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
         "heuristic-min" => Ok(Box::new(heuristic_min::HeuristicMin::from_params(
             a.params()?,
         )?)),
+        "kaca" => Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
         "l-clustering" => Ok(Box::new(l_clustering::LClustering::from_params(
             a.params()?,
         ))),
