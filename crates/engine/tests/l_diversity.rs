@@ -425,6 +425,8 @@ proptest! {
             ("l-clustering", "generalisation = \"hierarchy\""),
             ("l-clustering", "distance = \"class\""),
             ("mondrian", ""),
+            ("kaca", ""),
+            ("kaca", "strategy = \"smallest-first\""),
             ("incognito", ""),
             ("datafly", ""),
         ] {
