@@ -4,7 +4,7 @@
 
 use crate::encode::QiColumn;
 use crate::generalise::Cell;
-use crate::metrics::distortion::flexible_share;
+use crate::metrics::distortion::{flexible_share, numeric_share};
 
 /// NCP of a cell (seed 001, Table 2-13): numeric `[lo,hi]` costs
 /// `(hi-lo)/(max-min)`; categorical covering `m` of `D` values costs 0 when
@@ -13,13 +13,8 @@ pub fn cell_ncp(col: &QiColumn, cell: &Cell) -> f64 {
     if matches!(cell, Cell::Suppressed) {
         return 1.0;
     }
-    if let Some((lo, hi)) = col.extent(cell) {
-        let (min, max) = col.min_max();
-        return if max > min {
-            (hi - lo) / (max - min)
-        } else {
-            0.0
-        };
+    if let Some(share) = numeric_share(col, cell) {
+        return share;
     }
     let m = col.covered(cell);
     if m <= 1 {
