@@ -4,9 +4,11 @@
 //! ```text
 //! cargo run --release -p kanon-engine --example run_job -- configs/adult.toml [key=value ...]
 //! ```
-//! Overrides: `k=10`, `algorithm=kaca`, `suppression_limit=0.02`, `qis=age,sex,race` (keeps those QIs in
+//! Overrides: `k=10`, `l=4`, `diversity=entropy`, `c=2`, `algorithm=kaca`, `suppression_limit=0.02`, `qis=age,sex,race` (keeps those QIs in
 //! that order, other QIs become insensitive), `rows=5000` (first rows only),
-//! and any algorithm parameter as `param.NAME=JSON` (e.g. `param.strategy="random"`).
+//! and any algorithm parameter as `param.NAME=JSON` (e.g. `param.strategy="random"`);
+//! `requirement=age,sex:10` adds an anonymity requirement `<shield, k>`
+//! (repeatable; `k=0` leaves only the requirements).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -23,12 +25,22 @@ fn main() {
         let (key, value) = arg.split_once('=').expect("overrides are key=value");
         match key {
             "k" => spec.privacy.k = value.parse().expect("k is a number"),
+            "l" => spec.privacy.l = Some(value.parse().expect("l is a number")),
+            "diversity" => {
+                spec.privacy.diversity =
+                    Some(serde_json::from_value(value.into()).expect("distinct|entropy|recursive"))
+            }
+            "c" => spec.privacy.c = Some(value.parse().expect("c is a number")),
             "algorithm" => spec.algorithm.name = value.to_string(),
             "seed" => spec.algorithm.seed = value.parse().expect("seed is a number"),
             "suppression_limit" => {
                 spec.privacy.suppression_limit = Some(value.parse().expect("a share in 0..=1"))
             }
             "rows" => rows = Some(value.parse().expect("rows is a number")),
+            "requirement" => spec
+                .privacy
+                .requirements
+                .push(value.parse().unwrap_or_else(|e| panic!("{e}"))),
             "qis" => {
                 let wanted: Vec<&str> = value.split(',').collect();
                 let mut attrs = Vec::new();
@@ -81,6 +93,7 @@ fn main() {
         "anonymize_s": total.as_secs_f64(),
         "timings": result.timings,
         "details": result.details,
+        "verified": result.verified,
         "report": result.report,
     });
     println!("{}", serde_json::to_string_pretty(&out).unwrap());

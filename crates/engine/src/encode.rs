@@ -223,6 +223,64 @@ impl QiTable {
     }
 }
 
+impl QiTable {
+    /// The sub-table of `rows` (of this table), renumbered `0..rows.len()`
+    /// in the given order: what a block-wise run
+    /// ([`crate::algorithms::partitioned`]) hands to the algorithm of one
+    /// block.
+    ///
+    /// Each column keeps its codes' meaning (labels, values, hierarchy) and
+    /// the statistics of the whole table (distinct values, range, counts), so
+    /// the losses and distances an algorithm computes on the sub-table, and
+    /// the cells it publishes, are those of the whole table. Excluded rows
+    /// among `rows` stay excluded.
+    ///
+    /// # Panics
+    /// When a row is out of range.
+    pub fn restrict(&self, rows: &[u32]) -> QiTable {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| QiColumn {
+                name: c.name.clone(),
+                kind: c.kind,
+                weight: c.weight,
+                codes: rows.iter().map(|&r| c.codes[r as usize]).collect(),
+                hierarchy: c.hierarchy.clone(),
+                labels: c.labels.clone(),
+                values: c.values.clone(),
+                counts: c.counts.clone(),
+                observed_before: c.observed_before.clone(),
+                distinct: c.distinct,
+                min: c.min,
+                max: c.max,
+            })
+            .collect();
+        let sensitive = self
+            .sensitive
+            .iter()
+            .map(|s| SensitiveColumn {
+                name: s.name.clone(),
+                codes: rows.iter().map(|&r| s.codes[r as usize]).collect(),
+                labels: s.labels.clone(),
+            })
+            .collect();
+        let excluded = if self.excluded.is_empty() {
+            Vec::new()
+        } else {
+            (0..rows.len() as u32)
+                .filter(|&i| self.excluded.binary_search(&rows[i as usize]).is_ok())
+                .collect()
+        };
+        QiTable {
+            columns,
+            sensitive,
+            n_rows: rows.len(),
+            excluded,
+        }
+    }
+}
+
 /// How one column's values become provisional codes while batches stream in.
 #[derive(Debug)]
 enum Dictionary {
@@ -671,6 +729,25 @@ impl ColumnEncoder {
                 (sorted.into(), None, hierarchy)
             }
         };
+        // A null sensitive value is a value of its own (shown empty): folding
+        // it into code 0 would merge it with a real value and miscount
+        // l-diversity. (Null QIs are excluded rows, handled above.)
+        let (labels, values) = if !is_qi && codes.contains(&NULL_CODE) {
+            let null_code = labels.len() as u32;
+            for c in codes.iter_mut().filter(|c| **c == NULL_CODE) {
+                *c = null_code;
+            }
+            let mut labels = labels.to_vec();
+            labels.push(String::new());
+            let values = values.map(|v| {
+                let mut v = v.to_vec();
+                v.push(f64::NAN);
+                Arc::from(v)
+            });
+            (Arc::from(labels), values)
+        } else {
+            (labels, values)
+        };
         let mut counts = vec![0u32; labels.len()];
         let mut min = f64::INFINITY;
         let mut max = f64::NEG_INFINITY;
@@ -973,5 +1050,27 @@ mod tests {
         e.push(&b).unwrap();
         let err = e.finish().unwrap_err().to_string();
         assert!(err.contains("1 rows are not numbers"), "{err}");
+    }
+
+    #[test]
+    fn null_sensitive_values_are_a_value_of_their_own() {
+        let s = spec(
+            r#"{"attributes": [{"name": "q", "role": "qi"}, {"name": "d", "role": "sensitive"}]}"#,
+        );
+        let b = batch(vec![
+            ("q", Arc::new(StringArray::from(vec!["x", "x", "x"]))),
+            (
+                "d",
+                Arc::new(StringArray::from(vec![Some("a"), None, Some("b")])),
+            ),
+        ]);
+        let mut e = Encoder::try_new(&s, &Default::default(), &b.schema()).unwrap();
+        e.push(&b).unwrap();
+        let t = e.finish().unwrap();
+        let d = &t.sensitive()[0];
+        assert_eq!(d.distinct(), 3);
+        let codes = d.codes();
+        assert!(codes[0] != codes[1] && codes[1] != codes[2] && codes[0] != codes[2]);
+        assert!(t.excluded().is_empty());
     }
 }

@@ -14,9 +14,11 @@
 #![warn(missing_docs)]
 
 pub mod algorithms;
+pub(crate) mod distance;
 pub mod encode;
 pub mod error;
 pub mod generalise;
+pub mod hierarchical_distance;
 pub mod hierarchy;
 pub mod metrics;
 pub mod partition;

@@ -50,6 +50,11 @@ pub struct Anonymization {
 /// Runs the job's algorithm on an encoded table, verifies the partition
 /// (fail closed) and computes the metrics.
 ///
+/// A job with anonymity requirements `<shield, k>` is verified against every
+/// one of them by projection, whatever the algorithm. Algorithms that
+/// understand a single k (all but `heuristic-min`) meet such a job through
+/// [`Privacy`]'s stand-in: k-anonymity with the largest k on all QIs.
+///
 /// # Errors
 /// [`crate::Error::Spec`] for a bad algorithm or parameters,
 /// [`crate::Error::Unsatisfiable`] when the model cannot be met,
@@ -66,6 +71,9 @@ pub fn anonymize(spec: &JobSpec, table: &QiTable) -> Result<Anonymization> {
 /// As [`anonymize`].
 pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Anonymization> {
     let algorithm = algorithms::by_name(spec)?;
+    // Fail before any work when no release can satisfy the models (too few
+    // rows for k, too few distinct sensitive values for l, ...).
+    privacy.check_feasible(table)?;
     let mut timings = Timings::default();
     let t = Instant::now();
     let classes = EquivalenceClasses::of(table);
@@ -86,7 +94,7 @@ pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Res
         table,
         &outcome.partition,
         ReportOptions {
-            k: privacy.min_class_size(),
+            k: privacy.class_min_size(),
             ..Default::default()
         },
     );

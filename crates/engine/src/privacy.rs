@@ -5,12 +5,18 @@
 //! re-implementing them. Models declare whether they are monotone under
 //! generalisation (merging two accepted classes gives an accepted class),
 //! which search algorithms need for sound pruning.
+//!
+//! Besides k-anonymity the module holds the three l-diversity models of
+//! Machanavajjhala et al. ("l-Diversity: Privacy beyond k-anonymity", ICDE
+//! 2006; `SPEC.md` section 1): [`DistinctLDiversity`],
+//! [`EntropyLDiversity`] and [`RecursiveCLDiversity`], each on one sensitive
+//! column.
 
 use std::fmt::Debug;
 
-use crate::encode::QiTable;
+use crate::encode::{QiTable, SensitiveColumn};
 use crate::error::{Error, Result};
-use crate::spec::JobSpec;
+use crate::spec::{Diversity, JobSpec};
 
 /// One class of a (working or released) table, as models see it.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +39,14 @@ pub trait PrivacyModel: Debug + Send + Sync {
     fn is_monotone(&self) -> bool {
         true
     }
+    /// Whether adding `row` to `class`, which this model does not accept
+    /// yet, moves the class towards acceptance. Algorithms that grow a class
+    /// tuple by tuple (L-clustering) pick their candidates with it. The
+    /// default, every row helps, suits size-only models such as k-anonymity.
+    fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        let _ = (class, row);
+        true
+    }
     /// Whether a class containing an accepted class is always accepted, so
     /// merging classes never adds rows to the rejected ones (ARX: "monotonic
     /// with suppression"). Lattice searches (Incognito) prune soundly under a
@@ -50,12 +64,19 @@ pub trait PrivacyModel: Debug + Send + Sync {
     fn needs_rows(&self) -> bool {
         true
     }
-    /// Checks, before any work, that the table can satisfy the model at all.
+    /// Checks, before any work, that the table (with `active_rows` rows the
+    /// algorithms may publish, of which up to `max_suppressed` may be
+    /// withheld) can satisfy the model at all.
     ///
     /// # Errors
     /// [`Error::Unsatisfiable`] explaining why not.
-    fn check_feasible(&self, table: &QiTable, active_rows: usize) -> Result<()> {
-        let _ = table;
+    fn check_feasible(
+        &self,
+        table: &QiTable,
+        active_rows: usize,
+        max_suppressed: usize,
+    ) -> Result<()> {
+        let _ = (table, max_suppressed);
         if active_rows > 0 && active_rows < self.min_class_size() {
             return Err(Error::Unsatisfiable(format!(
                 "{} needs at least {} rows but the input has {active_rows}; lower the parameter or add data",
@@ -92,11 +113,113 @@ impl PrivacyModel for KAnonymity {
     }
 }
 
-/// The complete privacy requirement of a job: its models and how many rows
-/// may be suppressed.
+/// An anonymity requirement `<S, k>` (HeuristicMin, seed 002 section 3.1;
+/// `SPEC.md` section 1): the projection of the release on the shield `S` (a
+/// set of QIs) holds every tuple at least `k` times. Plain k-anonymity is
+/// `<all QIs, k>`.
+///
+/// A requirement on a strict subset of the QIs is not a property of one
+/// class: a projected tuple gathers every published class that agrees on the
+/// shield. It is therefore not a [`PrivacyModel`]; the verifier checks it on
+/// the projection of the whole release ([`crate::verify`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    /// QI indices (job order, ascending), `None` for all QIs.
+    columns: Option<Vec<usize>>,
+    names: Vec<String>,
+    k: usize,
+}
+
+impl Requirement {
+    /// `<all QIs, k>`: k-anonymity.
+    pub fn all(k: usize) -> Self {
+        Requirement {
+            columns: None,
+            names: Vec::new(),
+            k,
+        }
+    }
+
+    /// `<S, k>` on the QIs at the given indices (job order) with their names.
+    /// A shield naming every one of `n_qi` QIs is `<all QIs, k>`.
+    pub fn on(shield: impl IntoIterator<Item = (usize, String)>, k: usize, n_qi: usize) -> Self {
+        let mut cols: Vec<(usize, String)> = shield.into_iter().collect();
+        cols.sort();
+        cols.dedup_by_key(|(q, _)| *q);
+        if cols.len() == n_qi {
+            return Requirement::all(k);
+        }
+        Requirement {
+            columns: Some(cols.iter().map(|(q, _)| *q).collect()),
+            names: cols.into_iter().map(|(_, n)| n).collect(),
+            k,
+        }
+    }
+
+    /// The anonymity degree.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Whether the shield is every QI (plain k-anonymity, a per-class check).
+    pub fn is_all(&self) -> bool {
+        self.columns.is_none()
+    }
+
+    /// The shield's QI indices among `n_qi` QIs, ascending.
+    pub fn columns(&self, n_qi: usize) -> Vec<usize> {
+        match &self.columns {
+            Some(c) => c.clone(),
+            None => (0..n_qi).collect(),
+        }
+    }
+
+    /// Whether QI `q` is in the shield.
+    pub fn contains(&self, q: usize) -> bool {
+        self.columns
+            .as_ref()
+            .is_none_or(|c| c.binary_search(&q).is_ok())
+    }
+
+    /// `<{age, sex}, 10>`, or `k-anonymity (k = 10)` for all QIs.
+    pub fn describe(&self) -> String {
+        match &self.columns {
+            None => format!("k-anonymity (k = {})", self.k),
+            Some(_) => format!("<{{{}}}, {}>", self.names.join(", "), self.k),
+        }
+    }
+
+    /// Whether every release satisfying `other` satisfies `self`: `other`'s
+    /// shield contains this one and its k is at least this k (a projection on
+    /// fewer attributes only merges tuples).
+    pub fn is_implied_by(&self, other: &Requirement) -> bool {
+        other.k >= self.k
+            && match (&self.columns, &other.columns) {
+                (_, None) => true,
+                (None, Some(_)) => false,
+                (Some(a), Some(b)) => a.iter().all(|q| b.binary_search(q).is_ok()),
+            }
+    }
+}
+
+/// The complete privacy requirement of a job: its anonymity requirements,
+/// its per-class models and how many rows may be suppressed.
+///
+/// Algorithms that understand a single k (every one but HeuristicMin) see
+/// the requirements through one stand-in model: k-anonymity with the largest
+/// k of all requirements, on all QIs. A tuple of any shield's projection
+/// gathers whole classes of the release, so it has at least as many rows as
+/// one class: the stand-in satisfies every requirement (over-protecting the
+/// smaller ones). The verifier does
+/// not use the stand-in: it checks every requirement by projection, so
+/// requirement-aware algorithms are held to exactly what the job asked.
 #[derive(Debug)]
 pub struct Privacy {
+    /// Per-class models; `models[0]` is the requirements' stand-in when
+    /// `standin` is set.
     models: Vec<Box<dyn PrivacyModel>>,
+    standin: bool,
+    requirements: Vec<Requirement>,
     suppression_limit: f64,
 }
 
@@ -107,18 +230,94 @@ impl Privacy {
     /// [`Error::Spec`] for invalid settings.
     pub fn from_spec(spec: &JobSpec) -> Result<Self> {
         spec.validate()?;
-        Ok(Privacy {
-            models: vec![Box::new(KAnonymity { k: spec.privacy.k })],
-            suppression_limit: spec.suppression_limit(),
-        })
+        let qis: Vec<&str> = spec.quasi_identifiers().map(|a| a.name.as_str()).collect();
+        let mut requirements = Vec::new();
+        if spec.privacy.k >= 1 {
+            requirements.push(Requirement::all(spec.privacy.k));
+        }
+        for r in &spec.privacy.requirements {
+            let shield = r.shield.iter().map(|name| {
+                let q = qis
+                    .iter()
+                    .position(|n| n == name)
+                    .expect("validated: shields name QIs");
+                (q, name.clone())
+            });
+            requirements.push(Requirement::on(shield, r.k, qis.len()));
+        }
+        if requirements.is_empty() {
+            requirements.push(Requirement::all(1));
+        }
+        let mut privacy =
+            Self::with_requirements(requirements).with_suppression_limit(spec.suppression_limit());
+        if let Some(l) = spec.privacy.l {
+            for column in spec.diversity_columns() {
+                privacy = privacy.with_model(match spec.diversity() {
+                    Diversity::Distinct => Box::new(DistinctLDiversity { column, l }),
+                    Diversity::Entropy => Box::new(EntropyLDiversity { column, l }),
+                    Diversity::Recursive => Box::new(RecursiveCLDiversity {
+                        column,
+                        c: spec.privacy.c.unwrap_or(1.0),
+                        l,
+                    }),
+                });
+            }
+        }
+        Ok(privacy)
     }
 
     /// Plain k-anonymity without suppression.
     pub fn k_anonymity(k: usize) -> Self {
+        Self::with_requirements(vec![Requirement::all(k)])
+    }
+
+    /// The given anonymity requirements without suppression.
+    ///
+    /// # Panics
+    /// When `requirements` is empty.
+    pub fn with_requirements(requirements: Vec<Requirement>) -> Self {
+        let k = requirements
+            .iter()
+            .map(Requirement::k)
+            .max()
+            .expect("at least one requirement");
         Privacy {
             models: vec![Box::new(KAnonymity { k })],
+            standin: true,
+            requirements,
             suppression_limit: 0.0,
         }
+    }
+
+    /// The anonymity requirements `<shield, k>` (plain k is `<all QIs, k>`).
+    pub fn requirements(&self) -> &[Requirement] {
+        &self.requirements
+    }
+
+    /// Whether the job holds a requirement on a strict subset of the QIs,
+    /// which single-k algorithms meet through the stand-in (largest k on all
+    /// QIs).
+    pub fn has_shield_requirements(&self) -> bool {
+        self.requirements.iter().any(|r| !r.is_all())
+    }
+
+    /// The per-class models besides the requirements (l-diversity, ...):
+    /// what a requirement-aware algorithm must check on classes itself.
+    pub fn class_models(&self) -> &[Box<dyn PrivacyModel>] {
+        &self.models[self.standin as usize..]
+    }
+
+    /// The smallest class size the job itself demands of every class: the
+    /// largest k of the requirements on all QIs and the models' minimum
+    /// (1 when only shield requirements are given).
+    pub fn class_min_size(&self) -> usize {
+        self.requirements
+            .iter()
+            .filter(|r| r.is_all())
+            .map(Requirement::k)
+            .chain(self.class_models().iter().map(|m| m.min_class_size()))
+            .max()
+            .unwrap_or(1)
     }
 
     /// Adds a model.
@@ -162,6 +361,15 @@ impl Privacy {
         self.models.iter().all(|m| m.accepts(class))
     }
 
+    /// Whether adding `row` to `class` helps every model that does not
+    /// accept the class yet (see [`PrivacyModel::helps`]).
+    pub fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        self.models
+            .iter()
+            .filter(|m| !m.accepts(class))
+            .all(|m| m.helps(class, row))
+    }
+
     /// Whether every model is monotone.
     pub fn is_monotone(&self) -> bool {
         self.models.iter().all(|m| m.is_monotone())
@@ -180,11 +388,12 @@ impl Privacy {
         self.models.iter().any(|m| m.needs_rows())
     }
 
-    /// A readable description of all models.
+    /// A readable description of all requirements and models.
     pub fn describe(&self) -> String {
-        self.models
+        self.requirements
             .iter()
-            .map(|m| m.describe())
+            .map(Requirement::describe)
+            .chain(self.class_models().iter().map(|m| m.describe()))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -195,8 +404,576 @@ impl Privacy {
     /// [`Error::Unsatisfiable`] naming the model and the reason.
     pub fn check_feasible(&self, table: &QiTable) -> Result<()> {
         let active = table.n_rows() - table.excluded().len();
+        let max_suppressed = self.max_suppressed(table.n_rows());
         self.models
             .iter()
-            .try_for_each(|m| m.check_feasible(table, active))
+            .try_for_each(|m| m.check_feasible(table, active, max_suppressed))
+    }
+}
+
+/// The sensitive column a model reads, found by name (so a model built from
+/// a job also checks a release encoded from labels alone). `None` when the
+/// table lacks it: models then accept nothing (fail closed).
+fn sensitive_column<'a>(table: &'a QiTable, name: &str) -> Option<&'a SensitiveColumn> {
+    table.sensitive().iter().find(|c| c.name() == name)
+}
+
+/// How many times each sensitive value occurs among `rows`: the non-zero
+/// counts, in no particular order.
+pub(crate) fn frequencies(column: &SensitiveColumn, rows: &[u32]) -> Vec<u32> {
+    let codes = column.codes();
+    let d = column.distinct();
+    if d <= 4096 || d <= 4 * rows.len() {
+        let mut counts = vec![0u32; d];
+        for &r in rows {
+            counts[codes[r as usize] as usize] += 1;
+        }
+        counts.retain(|&n| n > 0);
+        counts
+    } else {
+        let mut values: Vec<u32> = rows.iter().map(|&r| codes[r as usize]).collect();
+        values.sort_unstable();
+        values
+            .chunk_by(|a, b| a == b)
+            .map(|run| run.len() as u32)
+            .collect()
+    }
+}
+
+/// Number of distinct values among `rows`, counting no further than `stop`.
+fn distinct_up_to(column: &SensitiveColumn, rows: &[u32], stop: usize) -> usize {
+    let codes = column.codes();
+    let d = column.distinct();
+    if d <= 4096 || d <= 4 * rows.len() {
+        let mut seen = vec![false; d];
+        let mut n = 0;
+        for &r in rows {
+            let c = codes[r as usize] as usize;
+            if !seen[c] {
+                seen[c] = true;
+                n += 1;
+                if n >= stop {
+                    break;
+                }
+            }
+        }
+        n
+    } else {
+        frequencies(column, rows).len()
+    }
+}
+
+/// Shannon entropy (natural logarithm) of a distribution given by counts.
+pub(crate) fn entropy(counts: &[u32]) -> f64 {
+    let n: f64 = counts.iter().map(|&c| c as f64).sum();
+    if n == 0.0 {
+        return 0.0;
+    }
+    -counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f64 / n;
+            p * p.ln()
+        })
+        .sum::<f64>()
+}
+
+/// Tolerance of the entropy comparison: a class of exactly l equally frequent
+/// values has entropy `ln l`, which floating point may compute a few ulps
+/// below.
+const ENTROPY_EPS: f64 = 1e-9;
+
+/// The counts of `rows` plus one occurrence of `row`'s value.
+fn with_row(column: &SensitiveColumn, rows: &[u32], row: u32) -> (Vec<u32>, Vec<u32>) {
+    let before = frequencies(column, rows);
+    let mut extended = rows.to_vec();
+    extended.push(row);
+    (before, frequencies(column, &extended))
+}
+
+fn unsatisfiable(column: &str, message: String) -> Error {
+    Error::Unsatisfiable(format!("sensitive column `{column}`: {message}"))
+}
+
+/// Distinct l-diversity (Machanavajjhala et al. 2006; seed 004's model):
+/// every class holds at least `l` distinct values of the sensitive column.
+///
+/// Monotone: a union of classes holds every value of each of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistinctLDiversity {
+    /// The sensitive column.
+    pub column: String,
+    /// Distinct values every class must hold.
+    pub l: usize,
+}
+
+impl PrivacyModel for DistinctLDiversity {
+    fn describe(&self) -> String {
+        format!("distinct l-diversity (l = {}) on `{}`", self.l, self.column)
+    }
+    fn min_class_size(&self) -> usize {
+        self.l
+    }
+    fn accepts(&self, class: ClassView<'_>) -> bool {
+        let Some(col) = sensitive_column(class.table, &self.column) else {
+            return false;
+        };
+        class.rows.len() >= self.l && distinct_up_to(col, class.rows, self.l) >= self.l
+    }
+    /// A class holding an l-diverse class holds its l values: suppressing
+    /// the rest of a table never breaks an accepted class.
+    fn is_monotone_with_suppression(&self) -> bool {
+        true
+    }
+    fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        sensitive_column(class.table, &self.column).is_some_and(|col| {
+            let v = col.codes()[row as usize];
+            !class.rows.iter().any(|&r| col.codes()[r as usize] == v)
+        })
+    }
+    fn check_feasible(&self, table: &QiTable, active: usize, _max_suppressed: usize) -> Result<()> {
+        let col = sensitive_column(table, &self.column).ok_or_else(|| {
+            Error::data(
+                &self.column,
+                "is not an encoded sensitive column of the table",
+            )
+        })?;
+        // Suppression removes values, it never adds one: the whole table is
+        // the most diverse class there is.
+        let distinct = frequencies(col, &table.active_rows()).len();
+        if active > 0 && distinct < self.l {
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs at least {} distinct values in every class but the input has only {distinct}; lower l or choose another sensitive column",
+                    self.describe(),
+                    self.l
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Entropy l-diversity (Machanavajjhala et al. 2006, Def. 4.1): the entropy
+/// `-sum p(s) ln p(s)` of the sensitive values of every class is at least
+/// `ln l`.
+///
+/// Monotone: entropy is concave, so the entropy of a union is at least the
+/// smallest entropy of its parts. Adding arbitrary rows to an accepted class
+/// can break it, though (many copies of one value), so it is not monotone
+/// with suppression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntropyLDiversity {
+    /// The sensitive column.
+    pub column: String,
+    /// The class entropy must be at least `ln l`.
+    pub l: usize,
+}
+
+impl EntropyLDiversity {
+    fn accepts_counts(&self, counts: &[u32]) -> bool {
+        entropy(counts) >= (self.l as f64).ln() - ENTROPY_EPS
+    }
+}
+
+impl PrivacyModel for EntropyLDiversity {
+    fn describe(&self) -> String {
+        format!("entropy l-diversity (l = {}) on `{}`", self.l, self.column)
+    }
+    fn min_class_size(&self) -> usize {
+        self.l
+    }
+    fn accepts(&self, class: ClassView<'_>) -> bool {
+        let Some(col) = sensitive_column(class.table, &self.column) else {
+            return false;
+        };
+        class.rows.len() >= self.l && self.accepts_counts(&frequencies(col, class.rows))
+    }
+    /// A row helps when it raises the class's entropy.
+    fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        sensitive_column(class.table, &self.column).is_some_and(|col| {
+            let (before, after) = with_row(col, class.rows, row);
+            entropy(&after) > entropy(&before) + ENTROPY_EPS
+        })
+    }
+    fn check_feasible(&self, table: &QiTable, active: usize, max_suppressed: usize) -> Result<()> {
+        let col = sensitive_column(table, &self.column).ok_or_else(|| {
+            Error::data(
+                &self.column,
+                "is not an encoded sensitive column of the table",
+            )
+        })?;
+        if active == 0 {
+            return Ok(());
+        }
+        let counts = frequencies(col, &table.active_rows());
+        if counts.len() < self.l {
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs at least {} distinct values in every class but the input has only {}; lower l or choose another sensitive column",
+                    self.describe(),
+                    self.l,
+                    counts.len()
+                ),
+            ));
+        }
+        // Without suppression every row is published, and the entropy of the
+        // whole table is at least the smallest entropy of its classes
+        // (concavity): the whole table must pass.
+        if max_suppressed == 0 && !self.accepts_counts(&counts) {
+            let top = counts.iter().copied().max().unwrap_or(0);
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs entropy >= ln {} = {:.4} in every class, but the whole input has entropy {:.4} (its most frequent value holds {:.1} % of the rows), so no partition can reach it; lower l, allow suppression, or choose another sensitive column",
+                    self.describe(),
+                    self.l,
+                    (self.l as f64).ln(),
+                    entropy(&counts),
+                    100.0 * top as f64 / active as f64
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Recursive (c,l)-diversity (Machanavajjhala et al. 2006, Def. 4.2): with
+/// the class's value counts sorted `r_1 >= r_2 >= ... >= r_m`, the class has
+/// `m >= l` values and `r_1 < c * (r_l + r_{l+1} + ... + r_m)`: the most
+/// frequent value is not too frequent.
+///
+/// Monotone (ibid., Theorem 4.2 on generalisation): merging two classes
+/// keeps the property; adding arbitrary rows does not (not monotone with
+/// suppression).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecursiveCLDiversity {
+    /// The sensitive column.
+    pub column: String,
+    /// The bound on the most frequent value.
+    pub c: f64,
+    /// Distinct values every class must hold.
+    pub l: usize,
+}
+
+impl RecursiveCLDiversity {
+    /// `c * (r_l + ... + r_m) - r_1`, positive when the class passes;
+    /// `None` with fewer than l values.
+    fn margin(&self, counts: &[u32]) -> Option<f64> {
+        if counts.len() < self.l || self.l == 0 {
+            return None;
+        }
+        let mut sorted = counts.to_vec();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        let tail: u64 = sorted[self.l - 1..].iter().map(|&c| c as u64).sum();
+        Some(self.c * tail as f64 - sorted[0] as f64)
+    }
+
+    fn accepts_counts(&self, counts: &[u32]) -> bool {
+        self.margin(counts).is_some_and(|m| m > 0.0)
+    }
+}
+
+impl PrivacyModel for RecursiveCLDiversity {
+    fn describe(&self) -> String {
+        format!(
+            "recursive (c,l)-diversity (c = {}, l = {}) on `{}`",
+            self.c, self.l, self.column
+        )
+    }
+    fn min_class_size(&self) -> usize {
+        self.l
+    }
+    fn accepts(&self, class: ClassView<'_>) -> bool {
+        let Some(col) = sensitive_column(class.table, &self.column) else {
+            return false;
+        };
+        class.rows.len() >= self.l && self.accepts_counts(&frequencies(col, class.rows))
+    }
+    /// A row helps when it adds a value the class lacks while it has fewer
+    /// than l, or else widens the margin `c * (r_l + ...) - r_1`.
+    fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        sensitive_column(class.table, &self.column).is_some_and(|col| {
+            let (before, after) = with_row(col, class.rows, row);
+            if before.len() < self.l {
+                return after.len() > before.len();
+            }
+            match (self.margin(&before), self.margin(&after)) {
+                (Some(b), Some(a)) => a > b,
+                _ => false,
+            }
+        })
+    }
+    fn check_feasible(&self, table: &QiTable, active: usize, max_suppressed: usize) -> Result<()> {
+        let col = sensitive_column(table, &self.column).ok_or_else(|| {
+            Error::data(
+                &self.column,
+                "is not an encoded sensitive column of the table",
+            )
+        })?;
+        if active == 0 {
+            return Ok(());
+        }
+        let counts = frequencies(col, &table.active_rows());
+        if counts.len() < self.l {
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs at least {} distinct values in every class but the input has only {}; lower l or choose another sensitive column",
+                    self.describe(),
+                    self.l,
+                    counts.len()
+                ),
+            ));
+        }
+        // Without suppression every row is published and the union of
+        // (c,l)-diverse classes is (c,l)-diverse: the whole table must pass.
+        if max_suppressed == 0 && !self.accepts_counts(&counts) {
+            let mut sorted = counts.clone();
+            sorted.sort_unstable_by(|a, b| b.cmp(a));
+            let tail: u64 = sorted[self.l - 1..].iter().map(|&c| c as u64).sum();
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{}: the most frequent value holds {} rows, not fewer than c = {} times the {tail} rows of the {}-th and rarer values, even over the whole input; raise c, lower l, or allow suppression",
+                    self.describe(),
+                    sorted[0],
+                    self.c,
+                    self.l
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One QI and one sensitive column `s` with the given values.
+    fn table(values: &[&str]) -> QiTable {
+        let spec: JobSpec = serde_json::from_str(
+            r#"{"attributes": [{"name": "q", "role": "qi"}, {"name": "s", "role": "sensitive"}]}"#,
+        )
+        .unwrap();
+        QiTable::from_string_columns(
+            &spec,
+            &Default::default(),
+            &[("q", vec!["x"; values.len()]), ("s", values.to_vec())],
+        )
+        .unwrap()
+    }
+
+    fn all(t: &QiTable) -> Vec<u32> {
+        (0..t.n_rows() as u32).collect()
+    }
+
+    fn accepts(m: &dyn PrivacyModel, t: &QiTable) -> bool {
+        m.accepts(ClassView {
+            table: t,
+            rows: &all(t),
+        })
+    }
+
+    fn distinct(l: usize) -> DistinctLDiversity {
+        DistinctLDiversity {
+            column: "s".into(),
+            l,
+        }
+    }
+
+    fn entropy_l(l: usize) -> EntropyLDiversity {
+        EntropyLDiversity {
+            column: "s".into(),
+            l,
+        }
+    }
+
+    fn recursive(c: f64, l: usize) -> RecursiveCLDiversity {
+        RecursiveCLDiversity {
+            column: "s".into(),
+            c,
+            l,
+        }
+    }
+
+    #[test]
+    fn distinct_counts_values() {
+        let t = table(&["a", "a", "b"]);
+        assert!(accepts(&distinct(2), &t));
+        assert!(!accepts(&distinct(3), &t));
+        // A class of one row: only `b` helps a class holding `a`.
+        let class = ClassView {
+            table: &t,
+            rows: &[0],
+        };
+        assert!(!distinct(2).helps(class, 1));
+        assert!(distinct(2).helps(class, 2));
+    }
+
+    #[test]
+    fn entropy_matches_hand_computed_cases() {
+        // Counts {2,1,1}: H = -(1/2 ln 1/2 + 2 * 1/4 ln 1/4) = 1.0397.
+        let t = table(&["a", "a", "b", "c"]);
+        let h = entropy(&frequencies(&t.sensitive()[0], &all(&t)));
+        assert!((h - (0.5 * 2f64.ln() + 0.5 * 4f64.ln())).abs() < 1e-12);
+        assert!((h - 1.0397).abs() < 1e-4);
+        assert!(accepts(&entropy_l(2), &t), "1.0397 >= ln 2 = 0.693");
+        assert!(!accepts(&entropy_l(3), &t), "1.0397 < ln 3 = 1.0986");
+        // Exactly l equally frequent values: H = ln 3, accepted.
+        let t = table(&["a", "b", "c", "a", "b", "c"]);
+        assert!(accepts(&entropy_l(3), &t));
+        assert!(!accepts(&entropy_l(4), &t));
+        // Distinct 2-diverse but far from entropy 2-diverse: {9, 1}, H = 0.325.
+        let mut v = vec!["a"; 9];
+        v.push("b");
+        let t = table(&v);
+        assert!(accepts(&distinct(2), &t));
+        assert!(!accepts(&entropy_l(2), &t));
+        // Adding `b` raises the entropy, adding `a` lowers it.
+        let rows = all(&t);
+        let class = ClassView {
+            table: &t,
+            rows: &rows[..9],
+        };
+        assert!(entropy_l(2).helps(class, 9));
+        assert!(!entropy_l(2).helps(class, 0));
+    }
+
+    #[test]
+    fn entropy_helps_only_rows_that_raise_it() {
+        // Counts {10, 9, 1}: p = .45 > exp(-H) = .425, so one more of the
+        // second value lowers the entropy although it is not the most frequent.
+        let mut v = vec!["a"; 10];
+        v.extend(vec!["b"; 9]);
+        v.push("c");
+        v.push("b");
+        let t = table(&v);
+        let rows = all(&t);
+        let class = ClassView {
+            table: &t,
+            rows: &rows[..20],
+        };
+        assert!(!entropy_l(3).helps(class, 20), "another b lowers H");
+        assert!(entropy_l(3).helps(class, 19), "another c raises H");
+    }
+
+    #[test]
+    fn recursive_matches_hand_computed_cases() {
+        // Counts r = (3, 2, 1). l = 2: r1 = 3 < c * (2 + 1) needs c > 1.
+        let t = table(&["a", "a", "a", "b", "b", "c"]);
+        assert!(!accepts(&recursive(1.0, 2), &t));
+        assert!(accepts(&recursive(1.01, 2), &t));
+        // l = 3: r1 = 3 < c * 1 needs c > 3.
+        assert!(!accepts(&recursive(3.0, 3), &t));
+        assert!(accepts(&recursive(3.5, 3), &t));
+        // Fewer than l values never pass.
+        assert!(!accepts(&recursive(100.0, 4), &t));
+        // With r = (3,2,1) and l = 3, another `c` widens the margin, another
+        // `a` narrows it.
+        let rows = all(&t);
+        let class = ClassView {
+            table: &t,
+            rows: &rows[..5],
+        };
+        assert!(recursive(3.0, 3).helps(class, 5), "a third value");
+        assert!(!recursive(3.0, 3).helps(class, 0), "r1 grows");
+    }
+
+    #[test]
+    fn models_merge_monotonically() {
+        // Two accepted classes give an accepted union, for every variant.
+        let t = table(&["a", "b", "c", "a", "b", "c", "c", "d", "e"]);
+        let (x, y): (Vec<u32>, Vec<u32>) = ((0..3).collect(), (3..9).collect());
+        let union = all(&t);
+        let models: Vec<Box<dyn PrivacyModel>> = vec![
+            Box::new(distinct(3)),
+            Box::new(entropy_l(3)),
+            Box::new(recursive(2.0, 3)),
+        ];
+        for m in &models {
+            let view = |rows| ClassView { table: &t, rows };
+            assert!(m.is_monotone());
+            assert!(
+                m.accepts(view(&x)) && m.accepts(view(&y)),
+                "{}",
+                m.describe()
+            );
+            assert!(m.accepts(view(&union)), "{}", m.describe());
+        }
+    }
+
+    #[test]
+    fn infeasible_tables_fail_before_any_work_without_values() {
+        let t = table(&["Secret-a", "Secret-a", "Secret-a", "Secret-b"]);
+        let err = distinct(3)
+            .check_feasible(&t, 4, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`s`") && err.contains("only 2") && err.contains("l = 3"),
+            "{err}"
+        );
+        assert!(!err.contains("Secret"), "{err}");
+        // Entropy: {3, 1} has H = 0.562 < ln 2; fails without suppression
+        // (no partition can beat the whole table), passes the early check
+        // when rows may be withheld.
+        let err = entropy_l(2)
+            .check_feasible(&t, 4, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("entropy") && err.contains("75.0 %"), "{err}");
+        assert!(!err.contains("Secret"), "{err}");
+        entropy_l(2).check_feasible(&t, 4, 2).unwrap();
+        // Recursive: r1 = 3 < c * 1 fails for c = 2.
+        let err = recursive(2.0, 2)
+            .check_feasible(&t, 4, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("holds 3 rows") && err.contains("c = 2"),
+            "{err}"
+        );
+        recursive(4.0, 2).check_feasible(&t, 4, 0).unwrap();
+        // A model on a column the table lacks accepts nothing.
+        let other = DistinctLDiversity {
+            column: "nope".into(),
+            l: 1,
+        };
+        assert!(!accepts(&other, &t));
+    }
+
+    #[test]
+    fn privacy_from_spec_builds_one_model_per_sensitive_column() {
+        let spec: JobSpec = toml::from_str(
+            r#"
+            [privacy]
+            k = 2
+            l = 3
+            diversity = "recursive"
+            c = 2.5
+            [[attributes]]
+            name = "q"
+            role = "qi"
+            [[attributes]]
+            name = "s"
+            role = "sensitive"
+            [[attributes]]
+            name = "t"
+            role = "sensitive"
+            "#,
+        )
+        .unwrap();
+        let p = Privacy::from_spec(&spec).unwrap();
+        assert_eq!(
+            p.describe(),
+            "k-anonymity (k = 2), recursive (c,l)-diversity (c = 2.5, l = 3) on `s`, recursive (c,l)-diversity (c = 2.5, l = 3) on `t`"
+        );
+        assert_eq!(p.min_class_size(), 3);
+        assert!(p.is_monotone());
     }
 }

@@ -249,20 +249,100 @@ impl AttributeSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrivacySpec {
-    /// k of k-anonymity: every published class holds at least k rows.
+    /// k of k-anonymity: every published class holds at least k rows, i.e.
+    /// the requirement `<all QIs, k>`. May be left out (0) when
+    /// `requirements` are given.
+    #[serde(default)]
     pub k: usize,
+    /// Further anonymity requirements `<shield, k>` (HeuristicMin, seed 002
+    /// section 3.1): the projection of the release on the shield holds every
+    /// tuple at least k times. They add to `k`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<RequirementSpec>,
     /// Largest share of rows (0..=1) that may be suppressed; default 0.
     #[serde(default)]
     pub suppression_limit: Option<f64>,
+    /// l of l-diversity (`SPEC.md` section 1): every published class must be
+    /// l-diverse in each sensitive column of `sensitive`. Absent: no
+    /// l-diversity.
+    #[serde(default)]
+    pub l: Option<usize>,
+    /// Which l-diversity: `distinct` (default), `entropy` or `recursive`.
+    #[serde(default)]
+    pub diversity: Option<Diversity>,
+    /// c of recursive (c,l)-diversity (required by, and only allowed with,
+    /// `diversity = "recursive"`).
+    #[serde(default)]
+    pub c: Option<f64>,
+    /// The sensitive columns l-diversity applies to; default every attribute
+    /// with `role = "sensitive"`. Each column is checked on its own.
+    #[serde(default)]
+    pub sensitive: Option<Vec<String>>,
 }
 
 impl Default for PrivacySpec {
     fn default() -> Self {
         PrivacySpec {
             k: 2,
+            requirements: Vec::new(),
             suppression_limit: None,
+            l: None,
+            diversity: None,
+            c: None,
+            sensitive: None,
         }
     }
+}
+
+/// One anonymity requirement `<shield, k>` as written in a job file:
+/// `{ shield = ["age", "sex"], k = 10 }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementSpec {
+    /// Quasi-identifiers whose joint values must each occur at least k times.
+    pub shield: Vec<String>,
+    /// The anonymity degree.
+    pub k: usize,
+}
+
+impl std::str::FromStr for RequirementSpec {
+    type Err = Error;
+
+    /// Parses the command-line form `age,sex:10` (shield, colon, k).
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::spec(
+                "privacy.requirements",
+                "write a requirement as `attribute,attribute,...:k`, e.g. `age,sex:10`",
+            )
+        };
+        let (shield, k) = s.rsplit_once(':').ok_or_else(bad)?;
+        let k = k.trim().parse().map_err(|_| bad())?;
+        let shield: Vec<String> = shield
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches('}')
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .collect();
+        Ok(RequirementSpec { shield, k })
+    }
+}
+
+/// The variant of l-diversity (Machanavajjhala et al., "l-Diversity: Privacy
+/// beyond k-anonymity", ICDE 2006 / TKDD 2007).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Diversity {
+    /// At least l distinct sensitive values per class (the model of
+    /// L-clustering, seed 004).
+    #[default]
+    Distinct,
+    /// The entropy of the class's sensitive values is at least `ln l`.
+    Entropy,
+    /// Recursive (c,l): the most frequent value occurs fewer than `c` times
+    /// the total of the l-th and rarer values.
+    Recursive,
 }
 
 /// The algorithm and its parameters.
@@ -310,8 +390,11 @@ impl JobSpec {
     /// # Errors
     /// [`Error::Spec`] naming the setting.
     pub fn validate(&self) -> Result<()> {
-        if self.privacy.k < 1 {
-            return Err(Error::spec("privacy.k", "k must be at least 1"));
+        if self.privacy.k < 1 && self.privacy.requirements.is_empty() {
+            return Err(Error::spec(
+                "privacy.k",
+                "k must be at least 1 (or give `privacy.requirements`)",
+            ));
         }
         if let Some(s) = self.privacy.suppression_limit {
             if !(0.0..=1.0).contains(&s) {
@@ -321,6 +404,7 @@ impl JobSpec {
                 ));
             }
         }
+        self.validate_diversity()?;
         let mut seen = std::collections::HashSet::new();
         for a in &self.attributes {
             if !seen.insert(a.name.as_str()) {
@@ -345,7 +429,110 @@ impl JobSpec {
                 "no quasi-identifier: give at least one attribute with role = \"quasi-identifier\"",
             ));
         }
+        for (i, r) in self.privacy.requirements.iter().enumerate() {
+            let setting = format!("privacy.requirements[{i}]");
+            if r.k < 1 {
+                return Err(Error::spec(format!("{setting}.k"), "k must be at least 1"));
+            }
+            if r.shield.is_empty() {
+                return Err(Error::spec(
+                    format!("{setting}.shield"),
+                    "name at least one quasi-identifier",
+                ));
+            }
+            let mut seen = std::collections::HashSet::new();
+            for name in &r.shield {
+                if self.role_of(name) != Role::QuasiIdentifier {
+                    let qis: Vec<&str> =
+                        self.quasi_identifiers().map(|a| a.name.as_str()).collect();
+                    return Err(Error::spec(
+                        format!("{setting}.shield"),
+                        format!(
+                            "`{name}` is not a quasi-identifier of the job; a shield names quasi-identifiers only ([{}])",
+                            qis.join(", ")
+                        ),
+                    ));
+                }
+                if !seen.insert(name.as_str()) {
+                    return Err(Error::spec(
+                        format!("{setting}.shield"),
+                        format!("`{name}` is listed more than once"),
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Checks the l-diversity settings of `[privacy]`.
+    fn validate_diversity(&self) -> Result<()> {
+        let p = &self.privacy;
+        let Some(l) = p.l else {
+            for (given, name) in [
+                (p.diversity.is_some(), "diversity"),
+                (p.c.is_some(), "c"),
+                (p.sensitive.is_some(), "sensitive"),
+            ] {
+                if given {
+                    return Err(Error::spec(
+                        format!("privacy.{name}"),
+                        "only applies to l-diversity: set `l` as well (e.g. `l = 3`)",
+                    ));
+                }
+            }
+            return Ok(());
+        };
+        if l < 1 {
+            return Err(Error::spec("privacy.l", "l must be at least 1"));
+        }
+        match (self.diversity(), p.c) {
+            (Diversity::Recursive, None) => {
+                return Err(Error::spec(
+                    "privacy.c",
+                    "recursive (c,l)-diversity needs `c` (a number > 0, e.g. `c = 2`)",
+                ))
+            }
+            (Diversity::Recursive, Some(c)) if !(c > 0.0 && c.is_finite()) => {
+                return Err(Error::spec("privacy.c", "must be a number > 0"))
+            }
+            (Diversity::Distinct | Diversity::Entropy, Some(_)) => {
+                return Err(Error::spec(
+                    "privacy.c",
+                    "only applies to `diversity = \"recursive\"`",
+                ))
+            }
+            _ => {}
+        }
+        let columns = self.diversity_columns();
+        if columns.is_empty() {
+            return Err(Error::spec(
+                "privacy.l",
+                "l-diversity needs a sensitive column: give an attribute `role = \"sensitive\"`",
+            ));
+        }
+        for c in &columns {
+            if self.role_of(c) != Role::Sensitive {
+                return Err(Error::spec(
+                    "privacy.sensitive",
+                    format!("`{c}` is not an attribute with `role = \"sensitive\"`"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The l-diversity variant (distinct when not given).
+    pub fn diversity(&self) -> Diversity {
+        self.privacy.diversity.unwrap_or_default()
+    }
+
+    /// The sensitive columns l-diversity applies to: `privacy.sensitive`, or
+    /// every sensitive attribute in job order.
+    pub fn diversity_columns(&self) -> Vec<String> {
+        match &self.privacy.sensitive {
+            Some(cols) => cols.clone(),
+            None => self.sensitive().map(|a| a.name.clone()).collect(),
+        }
     }
 
     /// The QI attributes, in job order.
@@ -456,5 +643,38 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("privacy.k"));
+    }
+
+    #[test]
+    fn l_diversity_settings() {
+        let job = |privacy: &str| -> JobSpec {
+            toml::from_str(&format!(
+                "[privacy]\n{privacy}\n[[attributes]]\nname = \"q\"\nrole = \"qi\"\n[[attributes]]\nname = \"d\"\nrole = \"sensitive\"\n[[attributes]]\nname = \"x\"\n"
+            ))
+            .unwrap()
+        };
+        let ok = job("k = 1\nl = 3\ndiversity = \"entropy\"");
+        ok.validate().unwrap();
+        assert_eq!(ok.diversity(), Diversity::Entropy);
+        assert_eq!(ok.diversity_columns(), vec!["d".to_string()]);
+        assert_eq!(job("k = 1\nl = 2").diversity(), Diversity::Distinct);
+        let err = |privacy: &str| job(privacy).validate().unwrap_err().to_string();
+        assert!(err("k = 1\nl = 0").contains("privacy.l"));
+        assert!(err("k = 1\nl = 2\ndiversity = \"recursive\"").contains("privacy.c"));
+        assert!(err("k = 1\nl = 2\ndiversity = \"recursive\"\nc = 0").contains("> 0"));
+        assert!(err("k = 1\nl = 2\nc = 2").contains("recursive"));
+        assert!(err("k = 1\ndiversity = \"entropy\"").contains("set `l`"));
+        assert!(err("k = 1\nl = 2\nsensitive = [\"x\"]").contains("`x`"));
+        assert!(err("k = 1\nl = 2\nsensitive = [\"q\"]").contains("`q`"));
+        let bad: std::result::Result<JobSpec, _> =
+            toml::from_str("[privacy]\nk = 1\nl = 2\ndiversity = \"probabilistic\"\n");
+        assert!(bad.unwrap_err().to_string().contains("distinct"));
+        let mut none = ok.clone();
+        none.attributes.retain(|a| a.role != Role::Sensitive);
+        assert!(none
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sensitive column"));
     }
 }

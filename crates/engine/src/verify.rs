@@ -5,8 +5,10 @@
 //! encoded table: every row is published or suppressed, every published cell
 //! covers the row's true value, every published class (rows with identical
 //! published tuples, across groups) satisfies every model, and suppression
-//! stays within the limit. [`verify_release`] checks released record batches
-//! by their labels alone, as `kanon verify` does for a published file.
+//! stays within the limit, and every anonymity requirement `<shield, k>`
+//! holds on the projection of the release on its shield.
+//! [`verify_release`] checks released record batches by their labels alone,
+//! as `kanon verify` does for a published file.
 
 use arrow::array::RecordBatch;
 use rustc_hash::FxHashMap;
@@ -14,9 +16,26 @@ use serde::Serialize;
 
 use crate::encode::{Encoder, EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
+use crate::generalise::Cell;
 use crate::partition::{Partition, SUPPRESSED};
-use crate::privacy::{ClassView, Privacy};
+use crate::privacy::{ClassView, Privacy, Requirement};
 use crate::spec::{JobSpec, Kind, Role};
+
+/// What verification found for one anonymity requirement `<shield, k>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequirementCheck {
+    /// The requirement, e.g. `<{age, sex}, 10>`.
+    pub requirement: String,
+    /// The k asked for.
+    pub k: usize,
+    /// The k achieved: the fewest published rows sharing one projected tuple
+    /// (0 when nothing is published).
+    pub achieved_k: usize,
+    /// Distinct tuples of the release projected on the shield.
+    pub projected_tuples: usize,
+    /// Projected tuples with fewer than k rows (0 for a valid release).
+    pub violating_tuples: usize,
+}
 
 /// What verification found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -32,6 +51,8 @@ pub struct Verified {
     pub suppressed_rows: usize,
     /// Rows suppressed because of nulls in QIs.
     pub excluded_rows: usize,
+    /// Every anonymity requirement with the k it achieved.
+    pub requirements: Vec<RequirementCheck>,
 }
 
 /// Checks a partition against the privacy models.
@@ -95,6 +116,19 @@ pub fn verify_partition(
     }
     members.retain(|m| !m.is_empty());
     check_classes(table, members.iter().map(|m| m.as_slice()), privacy)?;
+    let sizes = partition.group_sizes();
+    let requirements = check_requirements(privacy, table.n_qi(), |columns| {
+        let mut counts: FxHashMap<Vec<&Cell>, usize> = FxHashMap::default();
+        for (g, &size) in sizes.iter().enumerate() {
+            if size > 0 {
+                let tuple = partition.tuple(g);
+                *counts
+                    .entry(columns.iter().map(|&q| &tuple[q]).collect())
+                    .or_default() += size;
+            }
+        }
+        counts.into_values().collect()
+    })?;
     let suppressed = partition.suppressed() - table.excluded().len();
     let allowed = privacy.max_suppressed(table.n_rows());
     if suppressed > allowed {
@@ -108,7 +142,47 @@ pub fn verify_partition(
         published_rows: members.iter().map(|m| m.len()).sum(),
         suppressed_rows: suppressed,
         excluded_rows: table.excluded().len(),
+        requirements,
     })
+}
+
+/// Checks every requirement on the projection of a release. `projected`
+/// returns the number of published rows of every distinct tuple projected on
+/// the given QI columns.
+fn check_requirements(
+    privacy: &Privacy,
+    n_qi: usize,
+    mut projected: impl FnMut(&[usize]) -> Vec<usize>,
+) -> Result<Vec<RequirementCheck>> {
+    let checks: Vec<RequirementCheck> = privacy
+        .requirements()
+        .iter()
+        .map(|r: &Requirement| {
+            let counts = projected(&r.columns(n_qi));
+            RequirementCheck {
+                requirement: r.describe(),
+                k: r.k(),
+                achieved_k: counts.iter().copied().min().unwrap_or(0),
+                projected_tuples: counts.len(),
+                violating_tuples: counts.iter().filter(|&&c| c < r.k()).count(),
+            }
+        })
+        .collect();
+    let problems: Vec<String> = checks
+        .iter()
+        .filter(|c| c.violating_tuples > 0)
+        .map(|c| {
+            format!(
+                "{} of {} projected tuples violate {} (fewest rows {})",
+                c.violating_tuples, c.projected_tuples, c.requirement, c.achieved_k
+            )
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(checks)
+    } else {
+        Err(Error::VerificationFailed(problems.join("; ")))
+    }
 }
 
 fn check_classes<'a>(
@@ -116,10 +190,10 @@ fn check_classes<'a>(
     classes: impl Iterator<Item = &'a [u32]>,
     privacy: &Privacy,
 ) -> Result<()> {
-    let mut failing = vec![0usize; privacy.models().len()];
+    let mut failing = vec![0usize; privacy.class_models().len()];
     for rows in classes {
         let view = ClassView { table, rows };
-        for (i, m) in privacy.models().iter().enumerate() {
+        for (i, m) in privacy.class_models().iter().enumerate() {
             if !m.accepts(view) {
                 failing[i] += 1;
             }
@@ -127,7 +201,7 @@ fn check_classes<'a>(
     }
     let problems: Vec<String> = failing
         .iter()
-        .zip(privacy.models())
+        .zip(privacy.class_models())
         .filter(|(n, _)| **n > 0)
         .map(|(n, m)| format!("{n} published classes violate {}", m.describe()))
         .collect();
@@ -139,7 +213,9 @@ fn check_classes<'a>(
 }
 
 /// Checks released batches by their published labels: rows with identical
-/// QI labels form a class, and every class must satisfy every model.
+/// QI labels form a class, every class must satisfy every model, and the
+/// labels projected on every requirement's shield must occur at least k
+/// times.
 ///
 /// The QI and sensitive columns are found by the names in `spec`. A front
 /// end that streams the release uses [`ReleaseVerifier`] instead.
@@ -159,6 +235,7 @@ pub fn verify_release(
             published_rows: 0,
             suppressed_rows: 0,
             excluded_rows: 0,
+            requirements: check_requirements(privacy, 0, |_| Vec::new())?,
         });
     };
     let mut verifier = ReleaseVerifier::try_new(spec, first.schema().as_ref())?;
@@ -216,6 +293,16 @@ impl ReleaseVerifier {
         let table: QiTable = self.encoder.finish()?;
         let classes = EquivalenceClasses::of(&table);
         check_classes(&table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
+        let requirements = check_requirements(privacy, table.n_qi(), |columns| {
+            let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
+            for c in 0..classes.len() {
+                let tuple = classes.tuple(c);
+                *counts
+                    .entry(columns.iter().map(|&q| tuple[q]).collect())
+                    .or_default() += classes.size(c);
+            }
+            counts.into_values().collect()
+        })?;
         Ok(Verified {
             classes: classes.len(),
             smallest_class: (0..classes.len())
@@ -225,6 +312,7 @@ impl ReleaseVerifier {
             published_rows: table.n_rows(),
             suppressed_rows: 0,
             excluded_rows: 0,
+            requirements,
         })
     }
 }

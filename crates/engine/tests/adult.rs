@@ -35,3 +35,17 @@ fn mondrian_paper_rule_is_available_and_verified() {
     assert!(result.report.smallest_class >= 25);
     assert_eq!(result.details["relaxed_cuts"], 0);
 }
+
+#[test]
+fn mondrian_is_identical_for_one_and_two_threads() {
+    let (mut spec, table) = common::adult_table(&["age", "sex", "education", "native-country"]);
+    spec.privacy.k = 5;
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| anonymize(&spec, &table).unwrap().partition)
+    };
+    assert_eq!(run(1), run(2));
+}

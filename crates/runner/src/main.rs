@@ -9,6 +9,7 @@ mod anonymize;
 mod config;
 mod dataset;
 mod exit;
+mod generate;
 mod inspect;
 mod ops;
 mod release;
@@ -49,6 +50,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Show a dataset's schema, row count and, given QIs, its current risk.
     Inspect(inspect::InspectArgs),
+    /// Write an Adult-like Parquet file of any size (test data).
+    Generate(generate::GenerateArgs),
 }
 
 /// Options shared by every command that reads a job file.
@@ -144,6 +147,7 @@ fn main() -> ExitCode {
         Command::Anonymize(args) => anonymize::run(&args, &ui),
         Command::Verify(args) => verify::run(&args, &ui),
         Command::Inspect(args) => inspect::run(&args, &ui),
+        Command::Generate(args) => generate::run(&args, ui.quiet),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,7 @@
 //! in the current (generalised) table goes up one level of its hierarchy
 //! (ties: the first QI in job order). The rows still in rejected classes
 //! are then suppressed and counted. Each step's classes are rolled up from
-//! the previous step's counts on the shared [`lattice`](super::lattice).
+//! the previous step's counts on the shared lattice (`algorithms/lattice.rs`).
 //!
 //! Sweeney's original stops once at most k rows remain to suppress. kanon
 //! honours the job's `privacy.suppression_limit` instead (default 0, so no
@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithms::lattice::Lattice;
+use crate::algorithms::lattice::{Key, Lattice, Wide};
 use crate::algorithms::{details, Algorithm, Context, Outcome};
 use crate::error::{Error, Result};
 
@@ -65,31 +65,15 @@ impl Algorithm for Datafly {
         ctx.privacy.check_feasible(ctx.table)?;
         let lattice = Lattice::new(ctx, self.name())?;
         let attrs: Vec<usize> = (0..lattice.n_qi()).collect();
-        let mut levels = vec![0u8; lattice.n_qi()];
-        let mut fs = lattice.frequency_set(&attrs, &levels, None, false);
-        let mut evaluated = 1;
-        let mut steps = Vec::new();
-        while !lattice.verdict(&fs).accepted {
-            let next = attrs
-                .iter()
-                .filter(|&&q| levels[q] < lattice.heights()[q])
-                .map(|&q| (lattice.distinct_at(q, levels[q]), q))
-                // Most distinct values; ties to the first QI.
-                .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-            let Some((_, q)) = next else {
-                return Err(Error::Unsatisfiable(format!(
-                    "even with every quasi-identifier at the root of its hierarchy, more rows than the \
-                     suppression limit allows ({}) are in classes that {} rejects; raise \
-                     privacy.suppression_limit or relax the model",
-                    lattice.max_suppressed(),
-                    ctx.privacy.describe()
-                )));
-            };
-            levels[q] += 1;
-            steps.push(ctx.table.columns()[q].name().to_string());
-            fs = lattice.frequency_set(&attrs, &levels, Some(&fs), false);
-            evaluated += 1;
-        }
+        let bits = lattice.key_bits(&attrs);
+        let (levels, steps) = if u64::holds(bits) {
+            climb::<u64>(ctx, &lattice)?
+        } else if u128::holds(bits) {
+            climb::<u128>(ctx, &lattice)?
+        } else {
+            climb::<Wide>(ctx, &lattice)?
+        };
+        let evaluated = steps.len() + 1;
         let (partition, verdict) = lattice.partition(&levels)?;
         let lattice_size = lattice
             .heights()
@@ -108,4 +92,34 @@ impl Algorithm for Datafly {
             partition,
         })
     }
+}
+
+/// Datafly's walk up the lattice: returns the first accepted node and the
+/// QIs generalised on the way.
+fn climb<K: Key>(ctx: &Context<'_>, lattice: &Lattice<'_>) -> Result<(Vec<u8>, Vec<String>)> {
+    let attrs: Vec<usize> = (0..lattice.n_qi()).collect();
+    let mut levels = vec![0u8; lattice.n_qi()];
+    let mut fs = lattice.frequency_set::<K>(&attrs, &levels, None, false);
+    let mut steps = Vec::new();
+    while !lattice.verdict(&fs).accepted {
+        let next = attrs
+            .iter()
+            .filter(|&&q| levels[q] < lattice.heights()[q])
+            .map(|&q| (lattice.distinct_at(q, levels[q]), q))
+            // Most distinct values; ties to the first QI.
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let Some((_, q)) = next else {
+            return Err(Error::Unsatisfiable(format!(
+                "even with every quasi-identifier at the root of its hierarchy, more rows than the \
+                 suppression limit allows ({}) are in classes that {} rejects; raise \
+                 privacy.suppression_limit or relax the model",
+                lattice.max_suppressed(),
+                ctx.privacy.describe()
+            )));
+        };
+        levels[q] += 1;
+        steps.push(ctx.table.columns()[q].name().to_string());
+        fs = lattice.frequency_set(&attrs, &levels, Some(&fs), false);
+    }
+    Ok((levels, steps))
 }

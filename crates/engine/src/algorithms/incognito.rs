@@ -12,7 +12,9 @@
 //! specialisation is accepted without a test (*generalisation property*).
 //! Every test rolls the class counts up from an already computed, more
 //! specific node of the same subset (*rollup property*, see
-//! [`lattice`](super::lattice)).
+//! `algorithms/lattice.rs`); candidates with no computed
+//! specialisation roll up from the subset's *super-root*, the meet of its
+//! candidates, grouped once from the input classes (Incognito, section 4).
 //!
 //! Both properties hold for the privacy models only when they are monotone
 //! (and, under a suppression limit, monotone with suppression); otherwise
@@ -21,16 +23,25 @@
 //! Among the accepted nodes of all QIs the one of least [`Loss`] is chosen;
 //! ties go to the smaller discernibility (the finer release), then the lower
 //! node, then the smaller level vector in QI order. Without suppression all
-//! four losses only grow with generalisation, so only the minimal accepted
-//! nodes are scored; under a suppression limit a more general node may
-//! suppress fewer rows and lose less, so every accepted node is scored.
+//! four losses only grow with generalisation, so the answer is a minimal
+//! accepted node and marked nodes are not scored; under a suppression limit
+//! a more general node may suppress fewer rows and lose less, so every
+//! accepted node is scored unless its loss floor (its loss with nothing
+//! suppressed, a lower bound that grows with generalisation) already exceeds
+//! the best loss found.
+//!
+//! The subsets of one size, and the nodes of one height within a subset's
+//! lattice, depend only on what lies below them: they are computed in
+//! parallel and their results applied in a fixed order, so the answer and
+//! the reported statistics do not depend on the thread count.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::algorithms::lattice::Loss;
 
-use crate::algorithms::lattice::{CellCosts, FrequencySet, Lattice, Score, Space};
+use crate::algorithms::lattice::{CellCosts, FrequencySet, Key, Lattice, Score, Space, Wide};
 use crate::algorithms::{details, Algorithm, Context, Outcome};
 use crate::error::{Error, Result};
 
@@ -161,19 +172,50 @@ struct Search<'l, 'a> {
     costs: CellCosts,
     prune: bool,
     score_all: bool,
+}
+
+/// One searched subset lattice, with what the search did and (for the full
+/// lattice) its best node.
+struct Explored {
+    sub: SubLattice,
     stats: Stats,
     best: Option<Best>,
 }
 
+impl Stats {
+    fn add(&mut self, other: &Stats) {
+        self.subset_lattices += other.subset_lattices;
+        self.nodes_visited += other.nodes_visited;
+        self.nodes_evaluated += other.nodes_evaluated;
+        self.pruned_by_subset += other.pruned_by_subset;
+        self.marked_by_generalisation += other.marked_by_generalisation;
+        self.nodes_pruned = self.pruned_by_subset + self.marked_by_generalisation;
+        self.nodes_scored += other.nodes_scored;
+    }
+}
+
 impl Search<'_, '_> {
-    /// Searches the lattice of `attrs` (`full` when it holds every QI);
-    /// `done` holds the lattices of the subsets one QI smaller.
-    fn explore(
-        &mut self,
+    /// Whether a node of all QIs at `levels` may lose no more than the best
+    /// node so far (its loss floor does not exceed the best loss). Nodes
+    /// above one that may not, may not either: they are skipped, and so is
+    /// computing their classes.
+    fn may_beat(&self, best: Option<&Best>, levels: &[u8]) -> bool {
+        best.is_none_or(|b| {
+            let floor = self.lattice.loss_floor(&self.costs, levels);
+            floor <= b.score.loss + 1e-9 * b.score.loss.abs().max(1.0)
+        })
+    }
+
+    /// Searches the lattice of `space`'s QIs (`full` when it holds every
+    /// QI); `done` holds the lattices of the subsets one QI smaller.
+    fn explore<K: Key>(
+        &self,
         space: Space,
         done: &FxHashMap<u64, SubLattice>,
         full: bool,
-    ) -> SubLattice {
+    ) -> Explored {
+        let mut stats = Stats::default();
+        let mut best: Option<Best> = None;
         let lattice = self.lattice;
         let attrs = space.attrs().to_vec();
         let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
@@ -185,75 +227,110 @@ impl Search<'_, '_> {
         } else {
             Vec::new()
         };
-        self.stats.subset_lattices += 1;
-        let mut status = vec![Status::Pruned; space.size()];
-        let mut bottom: Option<FrequencySet> = None;
-        let mut previous: FxHashMap<u32, FrequencySet> = FxHashMap::default();
-        for (height, layer) in space.by_height().into_iter().enumerate() {
-            let mut current: FxHashMap<u32, FrequencySet> = FxHashMap::default();
-            for index in layer {
-                let index = index as usize;
+        stats.subset_lattices += 1;
+        // Candidates: nodes whose projections one QI smaller are all accepted.
+        let pruned: Vec<bool> = (0..space.size())
+            .map(|index| {
                 let levels = space.decode(index);
-                self.stats.nodes_visited += 1;
-                let pruned = parents
+                parents
                     .iter()
                     .enumerate()
-                    .any(|(j, p)| !p.status[p.space.project(&levels, j)].accepted());
-                if pruned {
-                    self.stats.pruned_by_subset += 1;
+                    .any(|(j, p)| !p.status[p.space.project(&levels, j)].accepted())
+            })
+            .collect();
+        // Incognito's super-root: the meet of all candidates. Candidates
+        // with no computed direct specialisation (those just above the
+        // pruned region) roll up from it, so the input classes are grouped
+        // once per subset.
+        let mut meet: Option<Vec<u8>> = None;
+        for index in (0..space.size()).filter(|&i| !pruned[i]) {
+            let levels = space.decode(index);
+            meet = Some(match meet {
+                None => levels,
+                Some(m) => m.iter().zip(&levels).map(|(&a, &b)| a.min(b)).collect(),
+            });
+        }
+        let super_root: Option<FrequencySet<K>> =
+            meet.map(|meet| lattice.frequency_set(&attrs, &meet, None, false));
+        let mut status = vec![Status::Pruned; space.size()];
+        let mut previous: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
+        for (height, layer) in space.by_height().into_iter().enumerate() {
+            // What each node needs depends only on the layer below: decided
+            // first, then the classes of the layer are computed in parallel
+            // and the results applied in order (deterministic).
+            let mut work = Vec::new();
+            for index in layer {
+                let index = index as usize;
+                stats.nodes_visited += 1;
+                if pruned[index] {
+                    stats.pruned_by_subset += 1;
                     continue;
                 }
+                let levels = space.decode(index);
                 let marked = self.prune
                     && (0..attrs.len())
                         .any(|j| levels[j] > 0 && status[index - space.stride(j)].accepted());
                 if marked {
                     status[index] = Status::Marked;
-                    self.stats.marked_by_generalisation += 1;
-                    if !(full && self.score_all) {
+                    stats.marked_by_generalisation += 1;
+                    if !(full && self.score_all && self.may_beat(best.as_ref(), &levels)) {
                         continue;
                     }
                 }
-                // Roll up from the computed direct specialisation with the
-                // fewest classes, else from the subset's bottom node.
-                let source = (0..attrs.len())
-                    .filter(|&j| levels[j] > 0)
-                    .filter_map(|j| match index - space.stride(j) {
-                        0 => bottom.as_ref(),
-                        child => previous.get(&(child as u32)),
-                    })
-                    .min_by_key(|fs| fs.len())
-                    .or(bottom.as_ref());
-                let fs = lattice.frequency_set(&attrs, &levels, source, false);
-                let verdict = lattice.verdict(&fs);
+                work.push((index, levels, marked));
+            }
+            let layer_best = best;
+            let computed: Vec<_> = work
+                .into_par_iter()
+                .map(|(index, levels, marked)| {
+                    // Roll up from the computed direct specialisation with
+                    // the fewest classes, else from the super-root.
+                    let source = (0..attrs.len())
+                        .filter(|&j| levels[j] > 0)
+                        .filter_map(|j| previous.get(&((index - space.stride(j)) as u32)))
+                        .min_by_key(|fs| fs.len())
+                        .or(super_root.as_ref());
+                    let fs = lattice.frequency_set(&attrs, &levels, source, false);
+                    let verdict = lattice.verdict(&fs);
+                    let score = (full
+                        && verdict.accepted
+                        && (!marked || self.score_all)
+                        && self.may_beat(layer_best.as_ref(), &levels))
+                    .then(|| lattice.score(&fs, &verdict, &self.costs));
+                    (index, marked, verdict.accepted, score, fs)
+                })
+                .collect();
+            let mut current: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
+            for (index, marked, accepted, score, fs) in computed {
                 if !marked {
-                    self.stats.nodes_evaluated += 1;
-                    status[index] = if verdict.accepted {
+                    stats.nodes_evaluated += 1;
+                    status[index] = if accepted {
                         Status::Accepted
                     } else {
                         Status::Rejected
                     };
                 }
-                if full && verdict.accepted && (self.score_all || !marked) {
-                    self.stats.nodes_scored += 1;
+                if let Some(score) = score {
+                    stats.nodes_scored += 1;
                     let candidate = Best {
-                        score: lattice.score(&levels, &fs, &verdict, &self.costs),
+                        score,
                         height,
                         index,
                     };
-                    if self.best.as_ref().is_none_or(|b| candidate.beats(b)) {
-                        self.best = Some(candidate);
+                    if best.as_ref().is_none_or(|b| candidate.beats(b)) {
+                        best = Some(candidate);
                     }
                 }
-                if index == 0 {
-                    bottom = Some(fs);
-                } else {
-                    current.insert(index as u32, fs);
-                }
+                current.insert(index as u32, fs);
             }
             previous = current;
         }
-        self.stats.nodes_pruned = self.stats.pruned_by_subset + self.stats.marked_by_generalisation;
-        SubLattice { space, status }
+        stats.nodes_pruned = stats.pruned_by_subset + stats.marked_by_generalisation;
+        Explored {
+            sub: SubLattice { space, status },
+            stats,
+            best,
+        }
     }
 }
 
@@ -334,28 +411,47 @@ impl Algorithm for Incognito {
                  {MAX_SEARCH_NODES}); use fewer quasi-identifiers or shorter hierarchies, or `datafly`"
             )));
         }
-        let mut search = Search {
+        let search = Search {
             lattice: &lattice,
             costs: lattice.cell_costs(self.params.loss),
             prune,
             score_all: !prune || lattice.max_suppressed() > 0,
-            stats: Stats::default(),
-            best: None,
         };
+        // One key type for every subset: the one the full set of QIs needs.
+        let bits = lattice.key_bits(&(0..n).collect::<Vec<_>>());
+        let mut stats = Stats::default();
         let mut done: FxHashMap<u64, SubLattice> = FxHashMap::default();
+        let mut best = None;
         for size in if prune { 1..=n } else { n..=n } {
+            // The subsets of one size depend only on the smaller ones:
+            // searched in parallel, collected in order (deterministic).
+            let explored: Vec<(u64, Explored)> = subsets(n, size)
+                .into_par_iter()
+                .map(|attrs| {
+                    let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
+                    let space = Space::new(attrs, heights).expect("size checked above");
+                    let full = size == n;
+                    let explored = if u64::holds(bits) {
+                        search.explore::<u64>(space, &done, full)
+                    } else if u128::holds(bits) {
+                        search.explore::<u128>(space, &done, full)
+                    } else {
+                        search.explore::<Wide>(space, &done, full)
+                    };
+                    (mask, explored)
+                })
+                .collect();
             let mut next = FxHashMap::default();
-            for attrs in subsets(n, size) {
-                let mask = attrs.iter().fold(0u64, |m, &q| m | 1 << q);
-                let space = Space::new(attrs, heights).expect("size checked above");
-                let sub = search.explore(space, &done, size == n);
-                next.insert(mask, sub);
+            for (mask, e) in explored {
+                stats.add(&e.stats);
+                best = best.or(e.best);
+                next.insert(mask, e.sub);
             }
             done = next;
         }
         let all = (0..n).fold(0u64, |m, q| m | 1 << q);
         let full = done.remove(&all).expect("the full lattice was searched");
-        let Some(best) = search.best else {
+        let Some(best) = best else {
             return Err(Error::Unsatisfiable(format!(
                 "no full-domain generalisation satisfies {} within the suppression limit ({} rows), \
                  not even every quasi-identifier at the root; raise privacy.suppression_limit or relax the model",
@@ -381,7 +477,7 @@ impl Algorithm for Incognito {
                     .iter()
                     .map(|&i| lattice.describe(&full.space.decode(i)))
                     .collect(),
-                stats: search.stats,
+                stats,
             })?,
             partition,
         })

@@ -11,7 +11,10 @@
 //! rows: it starts from the table's [`EquivalenceClasses`] (one entry per
 //! distinct QI tuple with its size) and rolls any frequency set of a more
 //! specific node up to a more general one, mapping each class through the
-//! per-level lookup tables of the hierarchies ([`Hierarchy::level_table`]).
+//! per-level lookup tables of the hierarchies
+//! ([`Hierarchy::level_table`](crate::hierarchy::Hierarchy::level_table)).
+//! Only the QIs whose level differs are mapped, on tuples packed into one
+//! integer ([`Key`]), and grouped in a small open-addressing table.
 //!
 //! A node is *accepted* when the rows in classes the privacy models reject
 //! (for k-anonymity: classes smaller than k) fit the suppression limit;
@@ -23,16 +26,13 @@
 //! The same module scores nodes ([`Loss`]) with the engine's metric
 //! functions, and turns a chosen node into a [`Partition`].
 
-use std::hash::Hash;
-
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithms::Context;
 use crate::encode::{EquivalenceClasses, QiTable, NO_CLASS};
 use crate::error::{Error, Result};
 use crate::generalise::{Cell, GeneralisedTuple};
-use crate::hierarchy::{Hierarchy, Level, NodeId};
+use crate::hierarchy::{Level, NodeId};
 use crate::metrics::loss::{cell_ncp, cell_precision_loss};
 use crate::metrics::{distortion, Weights};
 use crate::partition::{Partition, SUPPRESSED};
@@ -57,17 +57,95 @@ pub enum Loss {
     Discernibility,
 }
 
-/// The classes of one node: per class a representative input class (an
-/// index of [`EquivalenceClasses`]) and the number of rows.
+/// A generalised tuple packed into one value: per QI of a node, the
+/// position of its hierarchy node among the nodes of its level ("dense
+/// code"), at the bit offsets of a [`Layout`]. Packed keys make rollups
+/// cheap (one changed QI is one masked field) and hash fast; [`Wide`]
+/// holds any number of QIs.
+pub(crate) trait Key: Clone + Eq + Send + Sync {
+    /// The tuple of all zeros for `width` QIs.
+    fn zeros(width: usize) -> Self;
+    /// The dense code at position `j`.
+    fn get(&self, layout: &Layout, j: usize) -> u32;
+    /// Sets the dense code at position `j`.
+    fn set(&mut self, layout: &Layout, j: usize, code: u32);
+    /// Whether keys of this type hold `bits` bits.
+    fn holds(bits: u32) -> bool;
+    /// A well-mixed 64-bit hash (the high bits are used).
+    fn hash64(&self) -> u64;
+}
+
+/// Fibonacci hashing multiplier (Knuth, TAOCP vol. 3, 6.4): 2^64 / phi.
+const PHI64: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Bit offsets of the positions of a packed [`Key`].
 #[derive(Debug, Clone)]
-pub(crate) struct FrequencySet {
-    reps: Vec<u32>,
+pub(crate) struct Layout {
+    shifts: Vec<u32>,
+    masks: Vec<u32>,
+}
+
+macro_rules! packed_key {
+    ($t:ty) => {
+        impl Key for $t {
+            fn zeros(_: usize) -> Self {
+                0
+            }
+            fn get(&self, layout: &Layout, j: usize) -> u32 {
+                ((*self >> layout.shifts[j]) as u32) & layout.masks[j]
+            }
+            fn set(&mut self, layout: &Layout, j: usize, code: u32) {
+                let shift = layout.shifts[j];
+                *self = (*self & !((layout.masks[j] as $t) << shift)) | ((code as $t) << shift);
+            }
+            fn holds(bits: u32) -> bool {
+                bits <= <$t>::BITS
+            }
+            fn hash64(&self) -> u64 {
+                let x = *self as u128;
+                ((x as u64) ^ ((x >> 64) as u64).rotate_left(29)).wrapping_mul(PHI64)
+            }
+        }
+    };
+}
+packed_key!(u64);
+packed_key!(u128);
+
+/// A generalised tuple of any width, one `u32` per QI.
+pub(crate) type Wide = Box<[u32]>;
+
+impl Key for Wide {
+    fn zeros(width: usize) -> Self {
+        vec![0; width].into()
+    }
+    fn get(&self, _: &Layout, j: usize) -> u32 {
+        self[j]
+    }
+    fn set(&mut self, _: &Layout, j: usize, code: u32) {
+        self[j] = code;
+    }
+    fn holds(_: u32) -> bool {
+        true
+    }
+    fn hash64(&self) -> u64 {
+        self.iter().fold(0u64, |h, &c| {
+            (h.rotate_left(23) ^ c as u64).wrapping_mul(PHI64)
+        })
+    }
+}
+
+/// The classes of one node (its frequency set): per class the generalised
+/// tuple and the number of rows.
+#[derive(Debug, Clone)]
+pub(crate) struct FrequencySet<K> {
+    levels: Vec<u8>,
+    keys: Vec<K>,
     counts: Vec<u32>,
     /// The class of every input class, kept only when row lists are needed.
     members: Option<Vec<u32>>,
 }
 
-impl FrequencySet {
+impl<K> FrequencySet<K> {
     /// Number of classes.
     pub(crate) fn len(&self) -> usize {
         self.counts.len()
@@ -93,13 +171,16 @@ pub(crate) struct Score {
     pub(crate) discernibility: f64,
 }
 
-/// Per-cell costs of a [`Loss`]: `by_node[q][node]` for every hierarchy
-/// node of QI `q`.
+/// Per-cell costs of a [`Loss`]: `by_code[q][l][code]` for every dense
+/// code of every level of QI `q`.
 #[derive(Debug, Clone)]
 pub(crate) struct CellCosts {
     loss: Loss,
-    by_node: Vec<Vec<f64>>,
+    by_code: Vec<Vec<Vec<f64>>>,
     suppressed_row: f64,
+    /// `floor[q][l]`: the summed cost of QI `q`'s cells over all active
+    /// rows at level `l`.
+    floor: Vec<Vec<f64>>,
 }
 
 /// A set of QIs (ascending indices) with the index arithmetic of its
@@ -150,21 +231,14 @@ impl Space {
 
     /// The level vector of a node.
     pub(crate) fn decode(&self, mut index: usize) -> Vec<u8> {
-        let mut levels = vec![0u8; self.attrs.len()];
-        for j in 0..self.attrs.len() {
-            levels[j] = (index / self.strides[j]) as u8;
-            index %= self.strides[j];
-        }
-        levels
-    }
-
-    /// The index of a level vector.
-    pub(crate) fn encode(&self, levels: &[u8]) -> usize {
-        levels
+        self.strides
             .iter()
-            .zip(&self.strides)
-            .map(|(&l, &s)| l as usize * s)
-            .sum()
+            .map(|&s| {
+                let l = (index / s) as u8;
+                index %= s;
+                l
+            })
+            .collect()
     }
 
     /// The index, in this space, of the projection of `levels` (a node of a
@@ -206,12 +280,18 @@ pub(crate) struct Lattice<'a> {
     table: &'a QiTable,
     classes: &'a EquivalenceClasses,
     privacy: &'a Privacy,
-    hierarchies: Vec<&'a Hierarchy>,
     heights: Vec<u8>,
-    /// Bits of a node id of each QI's hierarchy (for packed class keys).
+    /// `dense[q][l][leaf]`: the dense code of the leaf's ancestor at level
+    /// `l` (its position among the nodes of level `l`), from
+    /// [`Hierarchy::level_table`](crate::hierarchy::Hierarchy::level_table).
+    dense: Vec<Vec<Vec<u32>>>,
+    /// `up[q][l][code]`: the dense code at level `l + 1` of the parent of
+    /// the level-`l` node with dense code `code`.
+    up: Vec<Vec<Vec<u32>>>,
+    /// `nodes[q][l][code]`: the hierarchy node of a dense code.
+    nodes: Vec<Vec<Vec<NodeId>>>,
+    /// Bits of a dense code of each QI (the leaf level has the most nodes).
     bits: Vec<u32>,
-    base_reps: Vec<u32>,
-    base_counts: Vec<u32>,
     min_size: usize,
     needs_rows: bool,
     max_suppressed: usize,
@@ -242,21 +322,56 @@ impl<'a> Lattice<'a> {
             hierarchies.push(h.as_ref());
         }
         let heights = hierarchies.iter().map(|h| h.height()).collect();
+        let mut dense = Vec::with_capacity(hierarchies.len());
+        let mut up = Vec::with_capacity(hierarchies.len());
+        let mut nodes = Vec::with_capacity(hierarchies.len());
+        for h in &hierarchies {
+            let mut position = vec![0u32; h.node_count()];
+            let levels: Vec<Level> = (0..=h.height()).map(Level).collect();
+            let by_level: Vec<Vec<NodeId>> =
+                levels.iter().map(|&l| h.nodes_at(l).collect()).collect();
+            for level_nodes in &by_level {
+                for (i, n) in level_nodes.iter().enumerate() {
+                    position[n.0 as usize] = i as u32;
+                }
+            }
+            dense.push(
+                levels
+                    .iter()
+                    .map(|&l| {
+                        h.level_table(l)
+                            .iter()
+                            .map(|&n| position[n as usize])
+                            .collect::<Vec<u32>>()
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            up.push(
+                by_level
+                    .iter()
+                    .map(|level_nodes| {
+                        level_nodes
+                            .iter()
+                            .map(|&n| position[h.parent(n).0 as usize])
+                            .collect::<Vec<u32>>()
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            nodes.push(by_level);
+        }
         let bits = hierarchies
             .iter()
-            .map(|h| 32 - (h.node_count().max(2) as u32 - 1).leading_zeros())
+            .map(|h| 32 - (h.leaf_count().max(2) as u32 - 1).leading_zeros())
             .collect();
-        let n_base = ctx.classes.len();
-        let base_counts = (0..n_base).map(|c| ctx.classes.size(c) as u32).collect();
         Ok(Lattice {
             table,
             classes: ctx.classes,
             privacy: ctx.privacy,
-            hierarchies,
             heights,
+            dense,
+            up,
+            nodes,
             bits,
-            base_reps: (0..n_base as u32).collect(),
-            base_counts,
             min_size: ctx.privacy.min_class_size(),
             needs_rows: ctx.privacy.needs_rows(),
             max_suppressed: ctx.privacy.max_suppressed(table.n_rows()),
@@ -291,76 +406,133 @@ impl<'a> Lattice<'a> {
     /// Number of distinct generalised values of QI `q` at `level` among the
     /// active rows (Datafly's choice of attribute).
     pub(crate) fn distinct_at(&self, q: usize, level: u8) -> usize {
-        let table = self.hierarchies[q].level_table(Level(level));
-        let tuples = (0..self.classes.len()).map(|c| self.classes.tuple(c)[q]);
-        let mut seen: Vec<u32> = tuples.map(|leaf| table[leaf as usize]).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.len()
+        let dense = &self.dense[q][level as usize];
+        let mut seen = vec![false; self.nodes[q][level as usize].len()];
+        for c in 0..self.classes.len() {
+            seen[dense[self.classes.tuple(c)[q] as usize] as usize] = true;
+        }
+        seen.iter().filter(|&&s| s).count()
+    }
+
+    /// The bits a packed key of the QIs `attrs` needs.
+    pub(crate) fn key_bits(&self, attrs: &[usize]) -> u32 {
+        attrs.iter().map(|&q| self.bits[q]).sum()
+    }
+
+    /// The packed-key layout of the QIs `attrs`.
+    fn layout(&self, attrs: &[usize]) -> Layout {
+        let mut shifts = Vec::with_capacity(attrs.len());
+        let mut masks = Vec::with_capacity(attrs.len());
+        let mut at = 0;
+        for &q in attrs {
+            shifts.push(at);
+            masks.push(((1u64 << self.bits[q]) - 1) as u32);
+            at += self.bits[q];
+        }
+        Layout { shifts, masks }
     }
 
     /// The frequency set of the node `levels` over the QIs `attrs`, rolled
     /// up from `from` (the frequency set of a node of the same QIs with
-    /// every level at most `levels`), or from the input classes when
-    /// `from` is `None`. Row lists are tracked when a model needs them or
-    /// `members` asks for them (to build a partition).
-    pub(crate) fn frequency_set(
+    /// every level at most `levels`): only the QIs whose level differs are
+    /// mapped, one level at a time, through their parent tables. Without
+    /// `from` it is grouped from the input classes. Row lists are tracked
+    /// when a model needs them or `members` asks for them (to build a
+    /// partition).
+    ///
+    /// `K` must hold [`Lattice::key_bits`] of `attrs`.
+    pub(crate) fn frequency_set<K: Key>(
         &self,
         attrs: &[usize],
         levels: &[u8],
-        from: Option<&FrequencySet>,
+        from: Option<&FrequencySet<K>>,
         members: bool,
-    ) -> FrequencySet {
-        let (reps, counts) = match from {
-            Some(f) => (&f.reps[..], &f.counts[..]),
-            None => (&self.base_reps[..], &self.base_counts[..]),
-        };
-        let lookups: Vec<(usize, &[u32], u32)> = attrs
-            .iter()
-            .zip(levels)
-            .map(|(&q, &l)| (q, self.hierarchies[q].level_table(Level(l)), self.bits[q]))
-            .collect();
-        let total_bits: u32 = lookups.iter().map(|l| l.2).sum();
-        let classes = self.classes;
-        let (out_reps, out_counts, remap) = if total_bits <= 64 {
-            group_by(reps, counts, |r| {
-                let t = classes.tuple(r as usize);
-                lookups.iter().fold(0u64, |k, &(q, table, bits)| {
-                    (k << bits) | table[t[q] as usize] as u64
-                })
-            })
-        } else if total_bits <= 128 {
-            group_by(reps, counts, |r| {
-                let t = classes.tuple(r as usize);
-                lookups.iter().fold(0u128, |k, &(q, table, bits)| {
-                    (k << bits) | table[t[q] as usize] as u128
-                })
-            })
-        } else {
-            group_by(reps, counts, |r| {
-                let t = classes.tuple(r as usize);
-                lookups
+    ) -> FrequencySet<K> {
+        debug_assert!(K::holds(self.key_bits(attrs)));
+        let layout = self.layout(attrs);
+        let members = members || self.needs_rows;
+        let (keys, counts, remap) = match from {
+            None => {
+                let tables: Vec<(usize, &[u32])> = attrs
                     .iter()
-                    .map(|&(q, table, _)| table[t[q] as usize])
-                    .collect::<Box<[u32]>>()
-            })
+                    .zip(levels)
+                    .map(|(&q, &l)| (q, &self.dense[q][l as usize][..]))
+                    .collect();
+                let classes = self.classes;
+                group_by(
+                    (0..classes.len()).map(|c| {
+                        let t = classes.tuple(c);
+                        let mut key = K::zeros(attrs.len());
+                        for (j, &(q, table)) in tables.iter().enumerate() {
+                            key.set(&layout, j, table[t[q] as usize]);
+                        }
+                        (key, classes.size(c) as u32)
+                    }),
+                    classes.len(),
+                    members,
+                )
+            }
+            Some(src) => {
+                debug_assert!(src.levels.iter().zip(levels).all(|(a, b)| a <= b));
+                // Per changed QI, one table from the source's level to ours.
+                let changed: Vec<(usize, Vec<u32>)> = attrs
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| src.levels[j] != levels[j])
+                    .map(|(j, &q)| {
+                        let (from, to) = (src.levels[j] as usize, levels[j] as usize);
+                        let table = (0..self.nodes[q][from].len() as u32)
+                            .map(|c| (from..to).fold(c, |c, l| self.up[q][l][c as usize]))
+                            .collect();
+                        (j, table)
+                    })
+                    .collect();
+                let pairs = src.keys.iter().zip(&src.counts);
+                match &changed[..] {
+                    // The common case: a direct specialisation, one QI differs.
+                    [(j, table)] => group_by(
+                        pairs.map(|(key, &count)| {
+                            let mut key = key.clone();
+                            key.set(&layout, *j, table[key.get(&layout, *j) as usize]);
+                            (key, count)
+                        }),
+                        src.len(),
+                        members,
+                    ),
+                    _ => group_by(
+                        pairs.map(|(key, &count)| {
+                            let mut key = key.clone();
+                            for (j, table) in &changed {
+                                key.set(&layout, *j, table[key.get(&layout, *j) as usize]);
+                            }
+                            (key, count)
+                        }),
+                        src.len(),
+                        members,
+                    ),
+                }
+            }
         };
-        let members = (members || self.needs_rows).then(|| match from {
-            Some(FrequencySet {
-                members: Some(m), ..
-            }) => m.iter().map(|&g| remap[g as usize]).collect(),
-            Some(_) => unreachable!("a frequency set without members rolled up into one with"),
+        let members = members.then(|| match from {
             None => remap,
+            Some(src) => src
+                .members
+                .as_ref()
+                .expect("row lists are tracked from the input classes on")
+                .iter()
+                .map(|&g| remap[g as usize])
+                .collect(),
         });
         FrequencySet {
-            reps: out_reps,
-            counts: out_counts,
+            levels: levels.to_vec(),
+            keys,
+            counts,
             members,
         }
     }
 
     /// Tests every class of a node against the privacy models.
-    pub(crate) fn verdict(&self, fs: &FrequencySet) -> Verdict {
+    pub(crate) fn verdict<K>(&self, fs: &FrequencySet<K>) -> Verdict {
         let mut ok: Vec<bool> = fs
             .counts
             .iter()
@@ -416,22 +588,21 @@ impl<'a> Lattice<'a> {
 
     /// The per-cell costs of `loss`, from the engine's metric functions.
     pub(crate) fn cell_costs(&self, loss: Loss) -> CellCosts {
-        let by_node = self
+        let cost = |col, cell: &Cell| match loss {
+            Loss::Distortion => distortion::cell_whd(col, cell, Weights::Uniform),
+            Loss::Ncp => cell_ncp(col, cell),
+            Loss::Precision => cell_precision_loss(col, cell),
+            Loss::Discernibility => 0.0,
+        };
+        let by_code: Vec<Vec<Vec<f64>>> = self
             .table
             .columns()
             .iter()
-            .zip(&self.hierarchies)
-            .map(|(col, h)| {
-                (0..h.node_count() as u32)
-                    .map(|n| {
-                        let cell = Cell::Node(NodeId(n));
-                        match loss {
-                            Loss::Distortion => distortion::cell_whd(col, &cell, Weights::Uniform),
-                            Loss::Ncp => cell_ncp(col, &cell),
-                            Loss::Precision => cell_precision_loss(col, &cell),
-                            Loss::Discernibility => 0.0,
-                        }
-                    })
+            .zip(&self.nodes)
+            .map(|(col, levels)| {
+                levels
+                    .iter()
+                    .map(|nodes| nodes.iter().map(|&n| cost(col, &Cell::Node(n))).collect())
                     .collect()
             })
             .collect();
@@ -439,50 +610,84 @@ impl<'a> Lattice<'a> {
             .table
             .columns()
             .iter()
-            .map(|col| match loss {
-                Loss::Distortion => distortion::cell_whd(col, &Cell::Suppressed, Weights::Uniform),
-                Loss::Ncp => cell_ncp(col, &Cell::Suppressed),
-                Loss::Precision => cell_precision_loss(col, &Cell::Suppressed),
-                Loss::Discernibility => 0.0,
-            })
+            .map(|col| cost(col, &Cell::Suppressed))
             .sum();
+        // Floors: every active row published at the node's levels, nothing
+        // suppressed (a suppressed cell costs the maximum, 1, so no accepted
+        // node loses less).
+        let mut floor: Vec<Vec<f64>> = self
+            .heights
+            .iter()
+            .map(|&h| vec![0.0; h as usize + 1])
+            .collect();
+        if loss != Loss::Discernibility {
+            for c in 0..self.classes.len() {
+                let t = self.classes.tuple(c);
+                let size = self.classes.size(c) as f64;
+                for (q, per_level) in floor.iter_mut().enumerate() {
+                    for (l, f) in per_level.iter_mut().enumerate() {
+                        let code = self.dense[q][l][t[q] as usize];
+                        *f += size * by_code[q][l][code as usize];
+                    }
+                }
+            }
+        }
         CellCosts {
             loss,
-            by_node,
+            by_code,
             suppressed_row,
+            floor,
         }
     }
 
-    /// Scores an accepted node of all QIs (`levels` in QI order): rows of
-    /// rejected classes and rows excluded by a null policy are suppressed.
-    pub(crate) fn score(
+    /// A lower bound of the loss of any accepted node at `levels` (all QIs,
+    /// in order): the loss with no row suppressed but those excluded by a
+    /// null policy. It only grows with generalisation. Discernibility has
+    /// no useful floor here (0).
+    pub(crate) fn loss_floor(&self, costs: &CellCosts, levels: &[u8]) -> f64 {
+        if costs.loss == Loss::Discernibility {
+            return 0.0;
+        }
+        let published: f64 = costs
+            .floor
+            .iter()
+            .zip(levels)
+            .map(|(f, &l)| f[l as usize])
+            .sum();
+        published + self.table.excluded().len() as f64 * costs.suppressed_row
+    }
+
+    /// Scores an accepted node of all QIs (`fs` over every QI, in order):
+    /// rows of rejected classes and rows excluded by a null policy are
+    /// suppressed.
+    pub(crate) fn score<K: Key>(
         &self,
-        levels: &[u8],
-        fs: &FrequencySet,
+        fs: &FrequencySet<K>,
         verdict: &Verdict,
         costs: &CellCosts,
     ) -> Score {
+        let attrs: Vec<usize> = (0..self.n_qi()).collect();
+        let layout = self.layout(&attrs);
         let n = self.table.n_rows() as f64;
-        let tables: Vec<&[u32]> = self
-            .hierarchies
+        let tables: Vec<&[f64]> = costs
+            .by_code
             .iter()
-            .zip(levels)
-            .map(|(h, &l)| h.level_table(Level(l)))
+            .zip(&fs.levels)
+            .map(|(by_level, &l)| &by_level[l as usize][..])
             .collect();
         let mut total = 0.0;
         let mut dm = 0.0;
-        for g in 0..fs.len() {
+        for (g, key) in fs.keys.iter().enumerate() {
             if !verdict.ok[g] {
                 continue;
             }
             let size = fs.counts[g] as f64;
             dm += size * size;
             if costs.loss != Loss::Discernibility {
-                let t = self.classes.tuple(fs.reps[g] as usize);
                 let cell_sum: f64 = tables
                     .iter()
                     .enumerate()
-                    .map(|(q, table)| costs.by_node[q][table[t[q] as usize] as usize])
+                    .map(|(j, table)| table[key.get(&layout, j) as usize])
                     .sum();
                 total += cell_sum * size;
             }
@@ -509,7 +714,7 @@ impl<'a> Lattice<'a> {
     /// (callers choose accepted nodes only).
     pub(crate) fn partition(&self, levels: &[u8]) -> Result<(Partition, Verdict)> {
         let attrs: Vec<usize> = (0..self.n_qi()).collect();
-        let fs = self.frequency_set(&attrs, levels, None, true);
+        let fs: FrequencySet<Wide> = self.frequency_set(&attrs, levels, None, true);
         let verdict = self.verdict(&fs);
         if !verdict.accepted {
             return Err(Error::Internal(format!(
@@ -522,14 +727,14 @@ impl<'a> Lattice<'a> {
         for (g, slot) in group_of_class.iter_mut().enumerate() {
             if verdict.ok[g] {
                 *slot = tuples.len() as u32;
-                let t = self.classes.tuple(fs.reps[g] as usize);
                 tuples.push(
-                    self.hierarchies
+                    fs.keys[g]
                         .iter()
                         .zip(levels)
                         .enumerate()
-                        .map(|(q, (h, &l))| h.ancestor(NodeId(t[q]), Level(l)))
-                        .map(Cell::Node)
+                        .map(|(q, (&code, &l))| {
+                            Cell::Node(self.nodes[q][l as usize][code as usize])
+                        })
                         .collect(),
                 );
             }
@@ -551,29 +756,191 @@ impl<'a> Lattice<'a> {
     }
 }
 
-/// Groups the classes `reps` (with sizes `counts`) by `key`: returns the
-/// new classes' representatives and sizes (in order of first occurrence,
-/// so the result depends only on the input order) and the new class of
-/// every old one.
-fn group_by<K: Hash + Eq>(
-    reps: &[u32],
-    counts: &[u32],
-    key: impl Fn(u32) -> K,
-) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
-    let mut index: FxHashMap<K, u32> = FxHashMap::default();
-    index.reserve(reps.len().min(1 << 16));
-    let mut out_reps = Vec::new();
-    let mut out_counts: Vec<u32> = Vec::new();
-    let mut remap = Vec::with_capacity(reps.len());
-    for (&r, &c) in reps.iter().zip(counts) {
-        let next = out_reps.len() as u32;
-        let g = *index.entry(key(r)).or_insert(next);
-        if g == next {
-            out_reps.push(r);
-            out_counts.push(0);
+/// Groups `(key, count)` pairs by key: returns the distinct keys and their
+/// summed counts (in order of first occurrence, so the result depends only
+/// on the input order) and, when `remap` is asked for, the new class of
+/// every input pair.
+///
+/// An open-addressing table of class numbers (4 bytes a slot, linear
+/// probing, at most half full) keeps the hot data small: rollups of large
+/// frequency sets are bound by this table's cache misses.
+fn group_by<K: Key>(
+    items: impl Iterator<Item = (K, u32)>,
+    len: usize,
+    remap: bool,
+) -> (Vec<K>, Vec<u32>, Vec<u32>) {
+    const EMPTY: u32 = u32::MAX;
+    let bits = (2 * len.max(1)).next_power_of_two().trailing_zeros().max(4);
+    let mask = (1usize << bits) - 1;
+    let mut slots = vec![EMPTY; mask + 1];
+    let mut keys: Vec<K> = Vec::with_capacity(len);
+    let mut counts: Vec<u32> = Vec::with_capacity(len);
+    let mut class_of = Vec::with_capacity(if remap { len } else { 0 });
+    for (key, c) in items {
+        let mut at = (key.hash64() >> (64 - bits)) as usize;
+        let g = loop {
+            match slots[at] {
+                EMPTY => {
+                    let g = keys.len() as u32;
+                    slots[at] = g;
+                    keys.push(key);
+                    counts.push(0);
+                    break g;
+                }
+                g if keys[g as usize] == key => break g,
+                _ => at = (at + 1) & mask,
+            }
+        };
+        counts[g as usize] += c;
+        if remap {
+            class_of.push(g);
         }
-        out_counts[g as usize] += c;
-        remap.push(g);
     }
-    (out_reps, out_counts, remap)
+    (keys, counts, class_of)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rustc_hash::FxHashMap;
+
+    use super::*;
+    use crate::hierarchy::Hierarchy;
+    use crate::spec::JobSpec;
+
+    fn fixture() -> (JobSpec, QiTable) {
+        let spec: JobSpec = serde_json::from_value(serde_json::json!({"attributes": [
+            {"name": "a", "role": "qi", "hierarchy": "a.csv"},
+            {"name": "z", "role": "qi", "masking": true},
+            {"name": "n", "role": "qi", "intervals": [2, 4]},
+        ]}))
+        .unwrap();
+        let h = Hierarchy::from_csv("a.csv", "a0;p;*\na1;p;*\na2;q;*\na3;q;*\n", ';').unwrap();
+        let hs: FxHashMap<String, Arc<Hierarchy>> =
+            [("a.csv".to_string(), Arc::new(h))].into_iter().collect();
+        let rows = 60;
+        let a: Vec<String> = (0..rows).map(|i| format!("a{}", (i * 7) % 4)).collect();
+        let z: Vec<String> = (0..rows)
+            .map(|i| format!("{}", 4350 + (i * 5) % 9))
+            .collect();
+        let n: Vec<String> = (0..rows).map(|i| format!("{}", (i * 3) % 11)).collect();
+        fn col(v: &[String]) -> Vec<&str> {
+            v.iter().map(|s| s.as_str()).collect()
+        }
+        let table = QiTable::from_string_columns(
+            &spec,
+            &hs,
+            &[("a", col(&a)), ("z", col(&z)), ("n", col(&n))],
+        )
+        .unwrap();
+        (spec, table)
+    }
+
+    fn sorted<K: Key + Ord>(fs: &FrequencySet<K>) -> Vec<(K, u32)> {
+        let mut v: Vec<(K, u32)> = fs
+            .keys
+            .iter()
+            .cloned()
+            .zip(fs.counts.iter().copied())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Rolling up from any more specific node gives the same classes as
+    /// grouping the input classes directly, for every key type.
+    fn rollup_matches_grouping<K: Key + Ord + std::fmt::Debug>() {
+        let (spec, table) = fixture();
+        let classes = EquivalenceClasses::of(&table);
+        let privacy = Privacy::k_anonymity(3);
+        let ctx = Context {
+            table: &table,
+            classes: &classes,
+            privacy: &privacy,
+            spec: &spec,
+        };
+        let lattice = Lattice::new(&ctx, "test").unwrap();
+        let attrs = [0usize, 2];
+        let space = Space::new(attrs.to_vec(), lattice.heights()).unwrap();
+        for to in 0..space.size() {
+            let target = space.decode(to);
+            let direct = lattice.frequency_set::<K>(&attrs, &target, None, true);
+            assert_eq!(direct.counts.iter().sum::<u32>(), 60);
+            for from in 0..space.size() {
+                let source = space.decode(from);
+                if source.iter().zip(&target).any(|(s, t)| s > t) {
+                    continue;
+                }
+                let src = lattice.frequency_set::<K>(&attrs, &source, None, true);
+                let rolled = lattice.frequency_set(&attrs, &target, Some(&src), true);
+                assert_eq!(sorted(&rolled), sorted(&direct), "{source:?} -> {target:?}");
+                // Every input class lands in the class holding its tuple.
+                let members = rolled.members.as_ref().unwrap();
+                let mut sizes = vec![0u32; rolled.len()];
+                for (c, &g) in members.iter().enumerate() {
+                    sizes[g as usize] += classes.size(c) as u32;
+                }
+                assert_eq!(sizes, rolled.counts);
+            }
+        }
+    }
+
+    #[test]
+    fn rollups_match_direct_grouping_for_every_key_type() {
+        rollup_matches_grouping::<u64>();
+        rollup_matches_grouping::<u128>();
+        rollup_matches_grouping::<Wide>();
+    }
+
+    #[test]
+    fn the_root_node_has_one_class_and_the_leaves_the_input_classes() {
+        let (spec, table) = fixture();
+        let classes = EquivalenceClasses::of(&table);
+        let privacy = Privacy::k_anonymity(61);
+        let ctx = Context {
+            table: &table,
+            classes: &classes,
+            privacy: &privacy,
+            spec: &spec,
+        };
+        let lattice = Lattice::new(&ctx, "test").unwrap();
+        let attrs = [0usize, 1, 2];
+        assert_eq!(lattice.heights(), &[2, 4, 3]);
+        let leaves = lattice.frequency_set::<u64>(&attrs, &[0, 0, 0], None, false);
+        assert_eq!(leaves.len(), classes.len());
+        let root = lattice.frequency_set(&attrs, &[2, 4, 3], Some(&leaves), false);
+        assert_eq!(root.counts, vec![60]);
+        // k = 61 > 60 rows: even the root is rejected, all rows counted.
+        let v = lattice.verdict(&root);
+        assert!(!v.accepted);
+        assert_eq!(v.suppressed, 60);
+        assert_eq!(lattice.distinct_at(0, 0), 4);
+        assert_eq!(lattice.distinct_at(0, 1), 2);
+        assert_eq!(lattice.distinct_at(1, 4), 1);
+    }
+
+    #[test]
+    fn space_indices_follow_level_vectors() {
+        let space = Space::new(vec![0, 2, 3], &[1, 9, 2, 3]).unwrap();
+        assert_eq!(space.size(), 2 * 3 * 4);
+        let layers = space.by_height();
+        assert_eq!(layers.len(), 1 + 2 + 3 + 1);
+        let mut seen = 0;
+        for (h, layer) in layers.iter().enumerate() {
+            for &i in layer {
+                let levels = space.decode(i as usize);
+                assert_eq!(levels.iter().map(|&l| l as usize).sum::<usize>(), h);
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, space.size());
+        // Lexicographic: the last QI varies fastest.
+        assert_eq!(space.decode(1), vec![0, 0, 1]);
+        assert_eq!(space.decode(4), vec![0, 1, 0]);
+        assert_eq!(space.stride(0), 12);
+        // Projection dropping the middle QI lands on (l0, l2) of that space.
+        let smaller = Space::new(vec![0, 3], &[1, 9, 2, 3]).unwrap();
+        assert_eq!(smaller.decode(smaller.project(&[1, 2, 3], 1)), vec![1, 3]);
+    }
 }

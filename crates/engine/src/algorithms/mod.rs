@@ -4,9 +4,13 @@
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
 
 pub mod datafly;
+pub mod heuristic_min;
 pub mod incognito;
+pub mod kaca;
+pub mod l_clustering;
 pub(crate) mod lattice;
 pub mod mondrian;
+pub mod partitioned;
 pub mod sbc;
 
 use serde::Serialize;
@@ -53,19 +57,37 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 }
 
 /// Names of the registered algorithms.
-pub const NAMES: &[&str] = &["mondrian", "datafly", "incognito", "sbc"];
+pub const NAMES: &[&str] = &[
+    "mondrian",
+    "datafly",
+    "incognito",
+    "sbc",
+    "heuristic-min",
+    "kaca",
+    "l-clustering",
+];
 
 /// The algorithm a job names, with its parameters parsed.
 ///
 /// # Errors
 /// [`Error::Spec`] for an unknown name or bad parameters.
 pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
+    if let Some(blockwise) = partitioned::wrap(spec)? {
+        return Ok(blockwise);
+    }
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
         "datafly" => Ok(Box::new(datafly::Datafly::from_params(a.params()?))),
         "incognito" => Ok(Box::new(incognito::Incognito::from_params(a.params()?))),
         "sbc" => Ok(Box::new(sbc::Sbc::from_params(a.params()?))),
+        "heuristic-min" => Ok(Box::new(heuristic_min::HeuristicMin::from_params(
+            a.params()?,
+        )?)),
+        "kaca" => Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
+        "l-clustering" => Ok(Box::new(l_clustering::LClustering::from_params(
+            a.params()?,
+        ))),
         other => Err(Error::spec(
             "algorithm.name",
             format!(

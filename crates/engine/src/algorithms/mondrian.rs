@@ -27,8 +27,14 @@
 //!   (or, when the pool itself is too small, into the smallest large child),
 //!   so one rare country does not block the cut of a whole continent.
 //!
-//! Sorting a region once per candidate cut keeps a run at O(m n log^2 n).
+//! Sorting a region once per candidate cut keeps a run at O(m n log^2 n);
+//! the parts of large regions are cut in parallel (rayon), with the same
+//! result for any thread count.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithms::{details, Algorithm, Context, Outcome};
@@ -102,22 +108,12 @@ impl Algorithm for Mondrian {
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
         ctx.privacy.check_feasible(ctx.table)?;
         let mut rows = ctx.table.active_rows();
-        let mut cutter = Cutter {
+        let cutter = Cutter {
             table: ctx.table,
             privacy: ctx.privacy,
             params: &self.params,
-            seen: vec![
-                0;
-                ctx.table
-                    .columns()
-                    .iter()
-                    .map(|c| c.domain_size())
-                    .max()
-                    .unwrap_or(0)
-            ],
-            stamp: 0,
-            cuts: 0,
-            relaxed_cuts: 0,
+            cuts: AtomicUsize::new(0),
+            relaxed_cuts: AtomicUsize::new(0),
         };
         let regions = if rows.is_empty() {
             Vec::new()
@@ -134,8 +130,8 @@ impl Algorithm for Mondrian {
         Ok(Outcome {
             details: details(&MondrianDetails {
                 params: self.params.clone(),
-                cuts: cutter.cuts,
-                relaxed_cuts: cutter.relaxed_cuts,
+                cuts: cutter.cuts.into_inner(),
+                relaxed_cuts: cutter.relaxed_cuts.into_inner(),
                 groups: regions.len(),
             })?,
             partition,
@@ -147,11 +143,18 @@ struct Cutter<'a> {
     table: &'a QiTable,
     privacy: &'a Privacy,
     params: &'a MondrianParams,
+    cuts: AtomicUsize,
+    relaxed_cuts: AtomicUsize,
+}
+
+/// Regions smaller than this are cut on the current thread; larger ones
+/// hand their parts to rayon. The regions come out in the same order
+/// whatever the thread count.
+const PARALLEL_REGION: usize = 4096;
+
+thread_local! {
     /// Scratch for counting distinct codes: `seen[c] == stamp` when seen.
-    seen: Vec<u32>,
-    stamp: u32,
-    cuts: usize,
-    relaxed_cuts: usize,
+    static SEEN: RefCell<(Vec<u32>, u32)> = const { RefCell::new((Vec::new(), 0)) };
 }
 
 /// An allowed cut: the parts' lengths, in the order the rows were left.
@@ -163,26 +166,34 @@ struct Cut {
 impl Cutter<'_> {
     /// Cuts `rows` recursively; returns the final regions as index ranges of
     /// `rows`, in row order of the depth-first traversal.
-    fn split(&mut self, rows: &mut [u32]) -> Vec<(usize, usize)> {
-        let mut regions = Vec::new();
-        let mut stack = vec![(0, rows.len())];
-        while let Some((start, end)) = stack.pop() {
-            match self.best_cut(&mut rows[start..end]) {
-                Some(cut) => {
-                    self.cuts += 1;
-                    self.relaxed_cuts += cut.relaxed as usize;
-                    let mut s = start;
-                    let mut bounds = Vec::with_capacity(cut.parts.len());
-                    for len in cut.parts {
-                        bounds.push((s, s + len));
-                        s += len;
-                    }
-                    stack.extend(bounds.into_iter().rev());
-                }
-                None => regions.push((start, end)),
-            }
+    fn split(&self, rows: &mut [u32]) -> Vec<(usize, usize)> {
+        let Some(cut) = self.best_cut(rows) else {
+            return vec![(0, rows.len())];
+        };
+        self.cuts.fetch_add(1, Ordering::Relaxed);
+        self.relaxed_cuts
+            .fetch_add(cut.relaxed as usize, Ordering::Relaxed);
+        let mut parts: Vec<(usize, &mut [u32])> = Vec::with_capacity(cut.parts.len());
+        let mut rest = rows;
+        let mut offset = 0;
+        for len in cut.parts {
+            let (part, tail) = rest.split_at_mut(len);
+            parts.push((offset, part));
+            offset += len;
+            rest = tail;
         }
-        regions
+        let nested: Vec<Vec<(usize, usize)>> = if offset >= PARALLEL_REGION {
+            parts
+                .into_par_iter()
+                .map(|(o, part)| shift(self.split(part), o))
+                .collect()
+        } else {
+            parts
+                .into_iter()
+                .map(|(o, part)| shift(self.split(part), o))
+                .collect()
+        };
+        nested.into_iter().flatten().collect()
     }
 
     fn accepts(&self, rows: &[u32]) -> bool {
@@ -199,7 +210,7 @@ impl Cutter<'_> {
     }
 
     /// Granularity of the tightest cell of `rows` on one QI, as published.
-    fn column_loss(&mut self, rows: &[u32], q: usize) -> f64 {
+    fn column_loss(&self, rows: &[u32], q: usize) -> f64 {
         let col = &self.table.columns()[q];
         let d = col.distinct();
         if d <= 1 {
@@ -207,16 +218,25 @@ impl Cutter<'_> {
         }
         let codes = col.codes();
         let m = if col.kind() == Kind::Categorical && col.hierarchy().is_none() {
-            self.stamp += 1;
-            let mut m = 0;
-            for &r in rows {
-                let c = codes[r as usize] as usize;
-                if self.seen[c] != self.stamp {
-                    self.seen[c] = self.stamp;
-                    m += 1;
+            SEEN.with_borrow_mut(|(seen, stamp)| {
+                if seen.len() < col.domain_size() {
+                    seen.resize(col.domain_size(), 0);
                 }
-            }
-            m
+                *stamp = stamp.wrapping_add(1);
+                if *stamp == 0 {
+                    seen.fill(0);
+                    *stamp = 1;
+                }
+                let mut m = 0;
+                for &r in rows {
+                    let c = codes[r as usize] as usize;
+                    if seen[c] != *stamp {
+                        seen[c] = *stamp;
+                        m += 1;
+                    }
+                }
+                m
+            })
         } else {
             let (lo, hi) = min_max(rows, codes);
             match col.hierarchy() {
@@ -233,7 +253,7 @@ impl Cutter<'_> {
     /// The normalised width of a region on a QI (the paper's choice rule):
     /// range over the attribute's range for numeric QIs, covered share of
     /// the distinct values otherwise.
-    fn width(&mut self, rows: &[u32], q: usize) -> f64 {
+    fn width(&self, rows: &[u32], q: usize) -> f64 {
         let col = &self.table.columns()[q];
         if col.kind() == Kind::Numeric && !self.by_children(col) {
             let (lo, hi) = min_max(rows, col.codes());
@@ -246,7 +266,7 @@ impl Cutter<'_> {
         self.column_loss(rows, q)
     }
 
-    fn try_cut(&mut self, rows: &mut [u32], q: usize) -> Option<Cut> {
+    fn try_cut(&self, rows: &mut [u32], q: usize) -> Option<Cut> {
         if self.by_children(&self.table.columns()[q]) {
             self.cut_by_children(rows, q)
         } else {
@@ -254,7 +274,7 @@ impl Cutter<'_> {
         }
     }
 
-    fn best_cut(&mut self, rows: &mut [u32]) -> Option<Cut> {
+    fn best_cut(&self, rows: &mut [u32]) -> Option<Cut> {
         let n_qi = self.table.n_qi();
         let mut widths: Vec<(f64, usize)> = (0..n_qi)
             .map(|q| (self.width(rows, q), q))
@@ -358,6 +378,15 @@ impl Cutter<'_> {
                 let size = |g: &Vec<(usize, usize)>| g.iter().map(|(a, b)| b - a).sum::<usize>();
                 let smallest = (0..groups.len()).min_by_key(|&i| (size(&groups[i]), i))?;
                 groups[smallest].extend(small);
+                let merged: Vec<u32> = groups[smallest]
+                    .iter()
+                    .flat_map(|&(a, b)| rows[a..b].iter().copied())
+                    .collect();
+                // Size-only models accept any superset of an accepted part;
+                // entropy and recursive l-diversity need not.
+                if !self.accepts(&merged) {
+                    return None;
+                }
             }
         }
         if groups.len() < 2 {
@@ -376,6 +405,10 @@ impl Cutter<'_> {
             relaxed: false,
         })
     }
+}
+
+fn shift(regions: Vec<(usize, usize)>, by: usize) -> Vec<(usize, usize)> {
+    regions.into_iter().map(|(a, b)| (a + by, b + by)).collect()
 }
 
 fn min_max(rows: &[u32], codes: &[u32]) -> (u32, u32) {

@@ -78,15 +78,22 @@ pub fn cell_whd(col: &QiColumn, cell: &Cell, weights: Weights) -> f64 {
     }
 }
 
+/// The width of a numeric cell over the attribute's range, `(hi-lo)/(max-min)`;
+/// `None` for categorical columns.
+pub(crate) fn numeric_share(col: &QiColumn, cell: &Cell) -> Option<f64> {
+    let (lo, hi) = col.extent(cell)?;
+    let (min, max) = col.min_max();
+    Some(if max > min {
+        (hi - lo) / (max - min)
+    } else {
+        0.0
+    })
+}
+
 /// `(m-1)/(D-1)` of a categorical cell, width/range of a numeric one.
 pub(crate) fn flexible_share(col: &QiColumn, cell: &Cell) -> f64 {
-    if let Some((lo, hi)) = col.extent(cell) {
-        let (min, max) = col.min_max();
-        return if max > min {
-            (hi - lo) / (max - min)
-        } else {
-            0.0
-        };
+    if let Some(share) = numeric_share(col, cell) {
+        return share;
     }
     let d = col.distinct();
     if d <= 1 {

@@ -1,9 +1,10 @@
 //! Information loss of published cells: NCP (seed 001), granularity (ARX's
-//! loss) and precision (Sweeney; seed 002).
+//! loss), precision (Sweeney; seed 002) and the uncertainty loss of
+//! L-clustering (seed 004).
 
 use crate::encode::QiColumn;
 use crate::generalise::Cell;
-use crate::metrics::distortion::flexible_share;
+use crate::metrics::distortion::{flexible_share, numeric_share};
 
 /// NCP of a cell (seed 001, Table 2-13): numeric `[lo,hi]` costs
 /// `(hi-lo)/(max-min)`; categorical covering `m` of `D` values costs 0 when
@@ -12,13 +13,8 @@ pub fn cell_ncp(col: &QiColumn, cell: &Cell) -> f64 {
     if matches!(cell, Cell::Suppressed) {
         return 1.0;
     }
-    if let Some((lo, hi)) = col.extent(cell) {
-        let (min, max) = col.min_max();
-        return if max > min {
-            (hi - lo) / (max - min)
-        } else {
-            0.0
-        };
+    if let Some(share) = numeric_share(col, cell) {
+        return share;
     }
     let m = col.covered(cell);
     if m <= 1 {
@@ -50,4 +46,15 @@ pub fn cell_precision_loss(col: &QiColumn, cell: &Cell) -> f64 {
         (Cell::Node(_), Some(_)) => 0.0,
         _ => flexible_share(col, cell),
     }
+}
+
+/// The uncertainty loss `L(t[A], t*[A])` of L-clustering (seed 004, `SPEC.md`
+/// section 3) for one cell, times the attribute's weight (`p_i` or `q_j`):
+/// an ordered (numeric) cell costs its interval width over the attribute's
+/// range, an unordered one `(|set|-1)/(|domain|-1)` with the set the
+/// observed values it covers (a hierarchy node covers its leaves); a
+/// suppressed cell costs the full weight. `L(t, t*)` is the sum over a
+/// tuple's cells.
+pub fn cell_uncertainty_loss(col: &QiColumn, cell: &Cell) -> f64 {
+    col.weight() * flexible_share(col, cell)
 }

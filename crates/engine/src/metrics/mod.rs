@@ -1,7 +1,8 @@
 //! Metrics of a release (`SPEC.md` section 3), all computed from the encoded
 //! table and the partition: information loss (WHD distortion, NCP,
-//! granularity, precision, discernibility, AECS, modification rate, O/I) and
-//! risk (smallest class, rows in classes below k).
+//! granularity, precision, discernibility, AECS, modification rate, O/I,
+//! L-clustering's uncertainty loss) and risk (smallest class, rows in classes
+//! below k, l-diversity achieved per sensitive column).
 
 pub mod distortion;
 pub mod loss;
@@ -78,6 +79,30 @@ pub struct Report {
     pub oi_ratio: f64,
     /// Per-QI loss.
     pub attributes: Vec<AttributeLoss>,
+    /// L-clustering's uncertainty loss `L(D, D*)` (seed 004): the sum over
+    /// rows of `L(t, t*)`, each cell weighted by its attribute's `weight`;
+    /// a suppressed row costs the sum of the weights.
+    pub uncertainty_loss: f64,
+    /// The l-diversity achieved in each sensitive column.
+    pub sensitive: Vec<SensitiveDiversity>,
+}
+
+/// The l-diversity a release achieves in one sensitive column: the worst
+/// published class under each variant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SensitiveDiversity {
+    /// Column name.
+    pub name: String,
+    /// Fewest distinct values in a published class (distinct l achieved).
+    pub distinct_l: usize,
+    /// Smallest entropy (natural log) of a published class.
+    pub min_entropy: f64,
+    /// `exp(min_entropy)`: the largest l for which the release is entropy
+    /// l-diverse.
+    pub entropy_l: f64,
+    /// Largest share of one value within a published class: an attacker's
+    /// best chance of guessing a member's value.
+    pub max_share: f64,
 }
 
 /// Options of a report.
@@ -150,6 +175,19 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
         .sum::<f64>()
         + (suppressed * n) as f64;
     let distinct_in = EquivalenceClasses::of(table).len();
+    let uncertainty_loss = (0..partition.n_groups())
+        .map(|g| {
+            group_sizes[g] as f64
+                * table
+                    .columns()
+                    .iter()
+                    .zip(partition.tuple(g))
+                    .map(|(col, cell)| loss::cell_uncertainty_loss(col, cell))
+                    .sum::<f64>()
+        })
+        .sum::<f64>()
+        + suppressed as f64 * table.columns().iter().map(|c| c.weight()).sum::<f64>();
+    let sensitive = sensitive_diversity(table, partition, &class_of_group, n_classes);
     let distinct_out = class_size.len();
     Report {
         rows_in: n,
@@ -194,7 +232,52 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
                 distortion: s.whd / n.max(1) as f64,
             })
             .collect(),
+        uncertainty_loss,
+        sensitive,
     }
+}
+
+/// The achieved l-diversity of every sensitive column over the published
+/// classes (groups with identical tuples form one class).
+fn sensitive_diversity(
+    table: &QiTable,
+    partition: &Partition,
+    class_of_group: &[u32],
+    n_classes: usize,
+) -> Vec<SensitiveDiversity> {
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); n_classes];
+    for (r, &g) in partition.group_of_row().iter().enumerate() {
+        if g != crate::partition::SUPPRESSED {
+            members[class_of_group[g as usize] as usize].push(r as u32);
+        }
+    }
+    members.retain(|m| !m.is_empty());
+    table
+        .sensitive()
+        .iter()
+        .map(|col| {
+            let mut out = SensitiveDiversity {
+                name: col.name().to_string(),
+                distinct_l: usize::MAX,
+                min_entropy: f64::INFINITY,
+                entropy_l: 0.0,
+                max_share: 0.0,
+            };
+            for rows in &members {
+                let counts = crate::privacy::frequencies(col, rows);
+                let top = counts.iter().copied().max().unwrap_or(0);
+                out.distinct_l = out.distinct_l.min(counts.len());
+                out.min_entropy = out.min_entropy.min(crate::privacy::entropy(&counts));
+                out.max_share = out.max_share.max(top as f64 / rows.len() as f64);
+            }
+            if members.is_empty() {
+                out.distinct_l = 0;
+                out.min_entropy = 0.0;
+            }
+            out.entropy_l = out.min_entropy.exp();
+            out
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, Default)]
