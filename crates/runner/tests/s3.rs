@@ -359,6 +359,8 @@ fn bad_credentials() {
             "configs/adult.toml",
             "-i",
             "s3://lake/adult/",
+            "-o",
+            "s3://lake/releases/none.parquet",
         ]));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(stderr(&o).contains("no S3 credentials"), "{}", show(&o));
