@@ -92,7 +92,6 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
                 | std::io::ErrorKind::PermissionDenied
                 | std::io::ErrorKind::InvalidData
                 | std::io::ErrorKind::InvalidInput => BAD_INPUT,
-                std::io::ErrorKind::AlreadyExists => OUTPUT_EXISTS,
                 _ => IO,
             };
         }

@@ -491,14 +491,29 @@ impl<'a> ReleaseWriter<'a> {
                     commit_dir(tmp, &dest, self.options.overwrite)?;
                 } else {
                     let tmp = self.tmp_file.take().expect("temp file");
-                    if self.options.overwrite {
+                    let moved = if self.options.overwrite {
                         tmp.persist(&dest).map_err(|e| e.error)
                     } else {
                         tmp.persist_noclobber(&dest).map_err(|e| e.error)
+                    };
+                    match moved {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            return Err(Failure::new(
+                                OUTPUT_EXISTS,
+                                format!(
+                                    "output {} appeared while kanon was writing; nothing was replaced (pass --overwrite to replace it)",
+                                    dest.display()
+                                ),
+                            )
+                            .into())
+                        }
+                        Err(e) => {
+                            return Err(e).with_context(|| {
+                                format!("cannot move the release into place at {}", dest.display())
+                            })
+                        }
                     }
-                    .with_context(|| {
-                        format!("cannot move the release into place at {}", dest.display())
-                    })?;
                 }
                 sync_parent(&dest);
             }
