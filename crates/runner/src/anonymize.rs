@@ -184,8 +184,13 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let result =
-        kanon_engine::pipeline::anonymize_with(spec, &qi, &privacy).map_err(unsatisfiable)?;
+    let spinner = ui.spinner(
+        "algorithm",
+        format!("{} on {rows_in} rows", spec.algorithm.name),
+    );
+    let result = kanon_engine::pipeline::anonymize_with(spec, &qi, &privacy);
+    spinner.finish_and_clear();
+    let result = result.map_err(unsatisfiable)?;
     check_interrupt()?;
     tracing::info!(
         algorithm = %result.algorithm,

@@ -57,9 +57,8 @@ const PART_BYTES: usize = 8 << 20;
 /// Parts of one upload in flight at once.
 const PARTS_IN_FLIGHT: usize = 4;
 
-/// Parses a size: `1048576`, `512k`, `256MB`, `1 GiB` (k, M, G, T in
-/// powers of 1024 or 1000 with an `i`-less unit... both read as 1024-based
-/// for simplicity of operation: `256MB` = 256 MiB).
+/// Parses a size: `1048576`, `512k`, `256MB`, `1 GiB`. Units k, M, G, T
+/// are powers of 1024 with or without `i`/`B` (`256MB` = 256 MiB).
 ///
 /// # Errors
 /// A bad-input failure naming the setting.
@@ -79,7 +78,7 @@ pub fn parse_size(setting: &str, s: &str) -> Result<u64> {
         _ => 0,
     };
     let v: f64 = num.parse().unwrap_or(-1.0);
-    if mult == 0 || !(v > 0.0) {
+    if mult == 0 || v.is_nan() || v <= 0.0 {
         return Err(Failure::bad_input(format!(
             "`{setting} = \"{s}\"` is not a size; write e.g. \"256MB\" or \"1GB\""
         ))
