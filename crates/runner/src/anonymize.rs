@@ -184,8 +184,13 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let result =
-        kanon_engine::pipeline::anonymize_with(spec, &qi, &privacy).map_err(unsatisfiable)?;
+    let spinner = ui.spinner(
+        "algorithm",
+        format!("{} on {rows_in} rows", spec.algorithm.name),
+    );
+    let result = kanon_engine::pipeline::anonymize_with(spec, &qi, &privacy);
+    spinner.finish_and_clear();
+    let result = result.map_err(unsatisfiable)?;
     check_interrupt()?;
     tracing::info!(
         algorithm = %result.algorithm,
@@ -368,13 +373,15 @@ fn provenance(
                 .join(","),
         ),
     ];
-    // l achieved, when the engine reports one (l-diversity jobs).
-    if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(r) {
-        for key in ["l_achieved", "smallest_l"] {
-            if let Some(v) = m.get(key) {
-                out.push((format!("kanon.{key}"), v.to_string()));
-            }
-        }
+    // l achieved per sensitive column (distinct and entropy l-diversity).
+    for d in &r.sensitive {
+        out.push((
+            format!("kanon.l_achieved.{}", d.name),
+            format!(
+                "{{\"distinct_l\":{},\"entropy_l\":{:.6}}}",
+                d.distinct_l, d.entropy_l
+            ),
+        ));
     }
     if let Some(f) = fingerprint {
         out.push(("kanon.input.fingerprint".into(), f.to_string()));

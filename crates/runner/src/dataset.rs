@@ -472,7 +472,7 @@ fn list_files(storage: &Storage, loc: &Location, format: Option<Format>) -> Resu
             }
         }
     };
-    files.sort_by(|a, b| location_name(&a.location).cmp(&location_name(&b.location)));
+    files.sort_by_key(|m| location_name(&m.location));
     Ok(files)
 }
 
@@ -715,8 +715,8 @@ impl AsyncFileReader for ObjectReader {
 
 enum Reader<'a> {
     ParquetLocal(parquet::arrow::arrow_reader::ParquetRecordBatchReader),
-    ParquetRemote(parquet::arrow::async_reader::ParquetRecordBatchStream<ObjectReader>),
-    Csv(arrow_csv::reader::Reader<Box<dyn Read + 'a>>),
+    ParquetRemote(Box<parquet::arrow::async_reader::ParquetRecordBatchStream<ObjectReader>>),
+    Csv(Box<arrow_csv::reader::Reader<Box<dyn Read + 'a>>>),
 }
 
 /// A stream of record batches over every file of a dataset.
@@ -787,10 +787,10 @@ impl<'a> Scan<'a> {
                         p.iter().copied(),
                     ));
                 }
-                Reader::ParquetRemote(
+                Reader::ParquetRemote(Box::new(
                     b.build()
                         .with_context(|| format!("cannot read Parquet object {loc}"))?,
-                )
+                ))
             }
             (None, _) => {
                 let raw = storage.open_read(&loc)?;
@@ -813,10 +813,10 @@ impl<'a> Scan<'a> {
                 if let Some(p) = &self.projection {
                     b = b.with_projection(p.clone());
                 }
-                Reader::Csv(
+                Reader::Csv(Box::new(
                     b.build(raw)
                         .map_err(|e| csv_error(e, &loc, Some(&dataset.schema), 0))?,
-                )
+                ))
             }
         };
         self.current = Some((reader, loc));

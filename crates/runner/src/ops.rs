@@ -77,18 +77,33 @@ impl Ui {
         let pb = match total {
             Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr())
                 .with_style(
-                    ProgressStyle::with_template(
-                        "{prefix:>12} [{bar:30}] {human_pos}/{human_len} rows ({per_sec}, {eta})",
-                    )
-                    .expect("template")
-                    .progress_chars("=> "),
-                ),
+                ProgressStyle::with_template(
+                    "{prefix:>12} [{bar:30}] {human_pos}/{human_len} rows ({elapsed}, ETA {eta})",
+                )
+                .expect("template")
+                .progress_chars("=> "),
+            ),
             None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-                ProgressStyle::with_template("{prefix:>12} {spinner} {human_pos} rows ({per_sec})")
+                ProgressStyle::with_template("{prefix:>12} {spinner} {human_pos} rows ({elapsed})")
                     .expect("template"),
             ),
         };
         pb.set_prefix(label.to_string());
+        pb.enable_steady_tick(Duration::from_millis(200));
+        pb
+    }
+
+    /// A spinner for a step without a row count (the algorithm).
+    pub fn spinner(&self, label: &str, message: String) -> ProgressBar {
+        if !self.progress {
+            return ProgressBar::hidden();
+        }
+        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+            ProgressStyle::with_template("{prefix:>12} {spinner} {msg} ({elapsed})")
+                .expect("template"),
+        );
+        pb.set_prefix(label.to_string());
+        pb.set_message(message);
         pb.enable_steady_tick(Duration::from_millis(200));
         pb
     }

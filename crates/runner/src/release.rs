@@ -57,9 +57,8 @@ const PART_BYTES: usize = 8 << 20;
 /// Parts of one upload in flight at once.
 const PARTS_IN_FLIGHT: usize = 4;
 
-/// Parses a size: `1048576`, `512k`, `256MB`, `1 GiB` (k, M, G, T in
-/// powers of 1024 or 1000 with an `i`-less unit... both read as 1024-based
-/// for simplicity of operation: `256MB` = 256 MiB).
+/// Parses a size: `1048576`, `512k`, `256MB`, `1 GiB`. Units k, M, G, T
+/// are powers of 1024 with or without `i`/`B` (`256MB` = 256 MiB).
 ///
 /// # Errors
 /// A bad-input failure naming the setting.
@@ -79,7 +78,7 @@ pub fn parse_size(setting: &str, s: &str) -> Result<u64> {
         _ => 0,
     };
     let v: f64 = num.parse().unwrap_or(-1.0);
-    if mult == 0 || !(v > 0.0) {
+    if mult == 0 || v.is_nan() || v <= 0.0 {
         return Err(Failure::bad_input(format!(
             "`{setting} = \"{s}\"` is not a size; write e.g. \"256MB\" or \"1GB\""
         ))
@@ -491,14 +490,29 @@ impl<'a> ReleaseWriter<'a> {
                     commit_dir(tmp, &dest, self.options.overwrite)?;
                 } else {
                     let tmp = self.tmp_file.take().expect("temp file");
-                    if self.options.overwrite {
+                    let moved = if self.options.overwrite {
                         tmp.persist(&dest).map_err(|e| e.error)
                     } else {
                         tmp.persist_noclobber(&dest).map_err(|e| e.error)
+                    };
+                    match moved {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            return Err(Failure::new(
+                                OUTPUT_EXISTS,
+                                format!(
+                                    "output {} appeared while kanon was writing; nothing was replaced (pass --overwrite to replace it)",
+                                    dest.display()
+                                ),
+                            )
+                            .into())
+                        }
+                        Err(e) => {
+                            return Err(e).with_context(|| {
+                                format!("cannot move the release into place at {}", dest.display())
+                            })
+                        }
                     }
-                    .with_context(|| {
-                        format!("cannot move the release into place at {}", dest.display())
-                    })?;
                 }
                 sync_parent(&dest);
             }
