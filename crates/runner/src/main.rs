@@ -8,6 +8,8 @@ mod anonymize;
 mod config;
 mod exit;
 mod io;
+#[cfg(feature = "sql")]
+mod sql;
 mod verify;
 
 use std::path::PathBuf;
@@ -29,6 +31,9 @@ enum Command {
     Anonymize(anonymize::AnonymizeArgs),
     /// Re-check a published release against the job's privacy model.
     Verify(verify::VerifyArgs),
+    /// Run SQL over Parquet/CSV tables with anonymize(...) and kanon_risk(...).
+    #[cfg(feature = "sql")]
+    Sql(sql::SqlArgs),
 }
 
 /// Options shared by every command that reads a job file.
@@ -56,6 +61,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Anonymize(args) => anonymize::run(&args),
         Command::Verify(args) => verify::run(&args),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => sql::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,10 +1,12 @@
 //! Metrics of a release (`SPEC.md` section 3), all computed from the encoded
 //! table and the partition: information loss (WHD distortion, NCP,
 //! granularity, precision, discernibility, AECS, modification rate, O/I) and
-//! risk (smallest class, rows in classes below k).
+//! risk (smallest class, rows in classes below k; [`risk`] for a table as it
+//! stands).
 
 pub mod distortion;
 pub mod loss;
+pub mod risk;
 
 use serde::Serialize;
 
