@@ -401,6 +401,22 @@ mod tests {
     }
 
     #[test]
+    fn json_and_multi_line_toml() {
+        let json = job_from_options(
+            r#"{"privacy": {"k": 4}, "attributes": [{"name": "age", "role": "qi"}]}"#,
+            "anonymize",
+        )
+        .unwrap();
+        let toml = job_from_options(
+            "[privacy]\nk = 4\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n",
+            "anonymize",
+        )
+        .unwrap();
+        assert_eq!(json.settings(), toml.settings());
+        assert_eq!(json.spec().privacy.k, 4);
+    }
+
+    #[test]
     fn config_file_is_loaded_then_overridden() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let cfg = root.join("configs/adult.toml");
