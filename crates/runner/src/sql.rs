@@ -182,7 +182,7 @@ pub fn run(args: &SqlArgs) -> Result<ExitCode> {
                 }
                 None => None,
             });
-            let written = write(out, schema, batches, args.overwrite, &args.query);
+            let written = write(out, schema, batches, args.overwrite);
             if let Some(e) = failure {
                 return Ok(fail(&e));
             }
@@ -226,14 +226,15 @@ fn write(
     schema: datafusion::arrow::datatypes::SchemaRef,
     batches: impl Iterator<Item = Result<datafusion::arrow::array::RecordBatch>>,
     overwrite: bool,
-    query: &str,
 ) -> Result<u64> {
+    // Not the query text: its literals may name people (`WHERE name <> ...`)
+    // and the file is what gets published.
     let metadata = vec![
         (
             "kanon.version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
         ),
-        ("kanon.sql".to_string(), query.to_string()),
+        ("kanon.command".to_string(), "sql".to_string()),
     ];
     io::write_parquet_atomic(out, schema, batches, metadata, overwrite)
 }
