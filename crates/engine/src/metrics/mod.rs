@@ -1,8 +1,7 @@
 //! Metrics of a release (`SPEC.md` section 3), all computed from the encoded
 //! table and the partition: information loss (WHD distortion, NCP,
 //! granularity, precision, discernibility, AECS, modification rate, O/I) and
-//! risk (smallest class, rows in classes below k; [`risk`] for a table as it
-//! stands).
+//! risk (smallest class, rows in classes below k).
 
 pub mod distortion;
 pub mod loss;
