@@ -134,8 +134,16 @@ impl AnonymizeExec {
         let spec = self.job.spec();
         let mut pairs = vec![("algorithm".to_string(), spec.algorithm.name.clone())];
         if let Ok(serde_json::Value::Object(p)) = serde_json::to_value(&spec.privacy) {
+            // Every privacy setting that is set (new models show up as they
+            // are added to the spec).
             for (k, v) in p {
-                if !v.is_null() {
+                let unset = match &v {
+                    serde_json::Value::Null => true,
+                    serde_json::Value::Array(a) => a.is_empty(),
+                    serde_json::Value::Object(o) => o.is_empty(),
+                    _ => false,
+                };
+                if !unset {
                     pairs.push((k, v.to_string()));
                 }
             }
