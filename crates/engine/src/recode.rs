@@ -26,6 +26,33 @@ struct ColumnLabels {
     key_of_group: Vec<i32>,
 }
 
+/// The schema a job's release will have for an input schema, known before
+/// any data is read (for planners): what [`Recoder::output_schema`] returns.
+pub fn release_schema(spec: &JobSpec, input: &Schema) -> SchemaRef {
+    let recoder = Recoder {
+        labels: spec
+            .quasi_identifiers()
+            .map(|a| ColumnLabels {
+                name: a.name.clone(),
+                values: Arc::new(StringArray::from(Vec::<String>::new())),
+                key_of_group: Vec::new(),
+            })
+            .collect(),
+        group_of_row: Arc::from(Vec::new()),
+        dropped: identifying(spec),
+    };
+    recoder.output_schema(input)
+}
+
+/// The identifying columns, dropped from the release.
+fn identifying(spec: &JobSpec) -> Vec<String> {
+    spec.attributes
+        .iter()
+        .filter(|a| a.role == Role::Identifying)
+        .map(|a| a.name.clone())
+        .collect()
+}
+
 /// Applies a partition to the input batches.
 #[derive(Debug, Clone)]
 pub struct Recoder {
@@ -67,12 +94,7 @@ impl Recoder {
                 }
             })
             .collect();
-        let dropped = spec
-            .attributes
-            .iter()
-            .filter(|a| a.role == Role::Identifying)
-            .map(|a| a.name.clone())
-            .collect();
+        let dropped = identifying(spec);
         Recoder {
             labels,
             group_of_row: partition.group_of_row().into(),
@@ -92,7 +114,7 @@ impl Recoder {
 
     /// The schema of the release for an input schema: QI columns become
     /// `Dictionary(Int32, Utf8)`, identifying columns disappear, the rest is
-    /// unchanged.
+    /// unchanged. The same as [`release_schema`] of the job.
     pub fn output_schema(&self, input: &Schema) -> SchemaRef {
         let fields: Vec<Field> = input
             .fields()
@@ -163,5 +185,44 @@ impl Recoder {
     /// The number of input rows the recoder expects.
     pub fn n_rows(&self) -> usize {
         self.group_of_row.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::Encoder;
+    use arrow::array::Int64Array;
+
+    #[test]
+    fn release_schema_is_known_before_the_data() {
+        let spec: JobSpec = serde_json::from_str(
+            r#"{"attributes": [{"name": "age", "role": "qi"},
+                {"name": "name", "role": "identifying"}]}"#,
+        )
+        .unwrap();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8, false),
+            Field::new("age", DataType::Int64, true),
+            Field::new("note", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef,
+                Arc::new(Int64Array::from(vec![30, 40])),
+                Arc::new(StringArray::from(vec![Some("x"), None])),
+            ],
+        )
+        .unwrap();
+        let mut enc = Encoder::try_new(&spec, &Default::default(), &schema).unwrap();
+        enc.push(&batch).unwrap();
+        let table = enc.finish().unwrap();
+        let partition = Partition::tightest(&table, vec![0, 0]);
+        let recoder = Recoder::new(&spec, &table, &partition);
+        let planned = release_schema(&spec, &schema);
+        assert_eq!(planned, recoder.output_schema(&schema));
+        assert_eq!(planned, recoder.recode(&batch, 0).unwrap().schema());
+        assert_eq!(planned.fields().len(), 2);
     }
 }

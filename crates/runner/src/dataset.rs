@@ -55,7 +55,8 @@ impl Format {
         }
     }
 
-    fn of_path(p: &str) -> Option<Format> {
+    /// The format named by a path's extension.
+    pub fn of_path(p: &str) -> Option<Format> {
         Path::new(p)
             .extension()
             .and_then(|e| e.to_str())

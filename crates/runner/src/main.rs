@@ -13,6 +13,8 @@ mod generate;
 mod inspect;
 mod ops;
 mod release;
+#[cfg(feature = "sql")]
+mod sql;
 mod storage;
 mod verify;
 
@@ -52,6 +54,9 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Write an Adult-like Parquet file of any size (test data).
     Generate(generate::GenerateArgs),
+    /// Run SQL over Parquet/CSV tables with anonymize(...) and kanon_risk(...).
+    #[cfg(feature = "sql")]
+    Sql(sql::SqlArgs),
 }
 
 /// Options shared by every command that reads a job file.
@@ -148,6 +153,8 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(&args, &ui),
         Command::Inspect(args) => inspect::run(&args, &ui),
         Command::Generate(args) => generate::run(&args, ui.quiet),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => sql::run(&args, &ui),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@
 
 pub mod distortion;
 pub mod loss;
+pub mod risk;
 
 use serde::Serialize;
 

@@ -1,0 +1,515 @@
+//! [`AnonymizeExec`]: the physical plan node of `anonymize(...)`.
+//!
+//! It consumes its input (holding the batches, with their memory reserved in
+//! the session's pool), encodes the QIs as they arrive, runs the engine on a
+//! blocking thread (algorithm, verification of the partition, metrics),
+//! recodes the QI and sensitive columns once more to verify the release by
+//! its labels, exactly as `kanon anonymize` does, and only then streams the
+//! recoded batches one by one in input order, releasing the memory of each
+//! input batch as its output leaves.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{internal_err, DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, Gauge, MetricBuilder, MetricsSet, Time,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
+    PlanProperties, SendableRecordBatchStream,
+};
+use futures::{StreamExt, TryStreamExt};
+use kanon_engine::encode::Encoder;
+use kanon_engine::privacy::Privacy;
+use kanon_engine::recode::{release_schema, Recoder};
+use kanon_engine::spec::Role;
+use kanon_engine::verify::verify_release;
+
+use crate::error::engine_error;
+use crate::options::{AnonymizeSettings, Job};
+
+/// Anonymises its input and streams the verified release.
+///
+/// Output: one partition, the input's columns in input order with QI columns
+/// as `Dictionary(Int32, Utf8)` labels, identifying columns dropped and
+/// suppressed rows withheld; every other column keeps its type. Input rows
+/// are read partition by partition in partition order, so a given plan over
+/// the same data produces the same release.
+#[derive(Debug, Clone)]
+pub struct AnonymizeExec {
+    input: Arc<dyn ExecutionPlan>,
+    job: Arc<Job>,
+    /// Columns of the release (see [`release_schema`]) that are output.
+    projection: Option<Vec<usize>>,
+    cache: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl AnonymizeExec {
+    /// A node anonymising `input` with `settings`, outputting the columns
+    /// `projection` of the release (all when `None`).
+    ///
+    /// # Errors
+    /// A plan error when the settings are invalid or do not fit the input
+    /// (a QI or sensitive column missing or of a type kanon cannot read).
+    pub fn try_new(
+        input: Arc<dyn ExecutionPlan>,
+        settings: AnonymizeSettings,
+        projection: Option<Vec<usize>>,
+    ) -> Result<Self> {
+        Self::with_job(
+            input,
+            Arc::new(Job::try_new(settings, "anonymize")?),
+            projection,
+        )
+    }
+
+    pub(crate) fn with_job(
+        input: Arc<dyn ExecutionPlan>,
+        job: Arc<Job>,
+        projection: Option<Vec<usize>>,
+    ) -> Result<Self> {
+        let schema = input.schema();
+        Encoder::try_new(job.spec(), job.hierarchies(), &schema)
+            .map_err(|e| engine_error("anonymize", e, true))?;
+        let release = release_schema(job.spec(), &schema);
+        let output = match &projection {
+            Some(p) => Arc::new(release.project(p)?),
+            None => release.clone(),
+        };
+        let cache = PlanProperties::new(
+            EquivalenceProperties::new(output),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Ok(AnonymizeExec {
+            input,
+            job,
+            projection,
+            cache: Arc::new(cache),
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    /// The settings, plain data for an extension codec.
+    pub fn settings(&self) -> &AnonymizeSettings {
+        self.job.settings()
+    }
+
+    /// The output columns of the release, when projected.
+    pub fn projection(&self) -> Option<&[usize]> {
+        self.projection.as_deref()
+    }
+
+    /// The input plan.
+    pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.input
+    }
+
+    fn names(&self, role: Role) -> Vec<&str> {
+        self.job
+            .spec()
+            .attributes
+            .iter()
+            .filter(|a| a.role == role)
+            .map(|a| a.name.as_str())
+            .collect()
+    }
+
+    /// `key=value` settings shown by EXPLAIN (never data).
+    fn display_pairs(&self, verbose: bool) -> Vec<(String, String)> {
+        let spec = self.job.spec();
+        let mut pairs = vec![("algorithm".to_string(), spec.algorithm.name.clone())];
+        if let Ok(serde_json::Value::Object(p)) = serde_json::to_value(&spec.privacy) {
+            // Every privacy setting that is set (new models show up as they
+            // are added to the spec).
+            for (k, v) in p {
+                let unset = match &v {
+                    serde_json::Value::Null => true,
+                    serde_json::Value::Array(a) => a.is_empty(),
+                    serde_json::Value::Object(o) => o.is_empty(),
+                    _ => false,
+                };
+                if !unset {
+                    pairs.push((k, v.to_string()));
+                }
+            }
+        }
+        pairs.push((
+            "qi".into(),
+            format!("[{}]", self.names(Role::QuasiIdentifier).join(", ")),
+        ));
+        let sensitive = self.names(Role::Sensitive);
+        if !sensitive.is_empty() {
+            pairs.push(("sensitive".into(), format!("[{}]", sensitive.join(", "))));
+        }
+        let identifying = self.names(Role::Identifying);
+        if !identifying.is_empty() {
+            pairs.push(("dropped".into(), format!("[{}]", identifying.join(", "))));
+        }
+        if verbose {
+            pairs.push(("seed".into(), spec.algorithm.seed.to_string()));
+            for (k, v) in &spec.algorithm.params {
+                pairs.push((format!("algorithm.{k}"), v.to_string()));
+            }
+            if let Ok(p) = Privacy::from_spec(spec) {
+                pairs.push(("models".into(), format!("[{}]", p.describe())));
+            }
+            if let Some(c) = &self.job.settings().config {
+                pairs.push(("config".into(), c.clone()));
+            }
+        }
+        pairs
+    }
+}
+
+impl DisplayAs for AnonymizeExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                let pairs = self.display_pairs(matches!(t, DisplayFormatType::Verbose));
+                let text: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                write!(f, "AnonymizeExec: {}", text.join(", "))
+            }
+            DisplayFormatType::TreeRender => {
+                let pairs = self.display_pairs(false);
+                let text: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                write!(f, "{}", text.join("\n"))
+            }
+        }
+    }
+}
+
+/// The metrics of one execution, shown by EXPLAIN ANALYZE.
+#[derive(Debug, Clone)]
+struct Metrics {
+    baseline: BaselineMetrics,
+    rows_in: Count,
+    rows_suppressed: Count,
+    classes: Count,
+    smallest_class: Gauge,
+    peak_mem_used: Gauge,
+    encode_time: Time,
+    algorithm_time: Time,
+    verify_time: Time,
+    recode_time: Time,
+}
+
+impl Metrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        let b = || MetricBuilder::new(set);
+        Metrics {
+            baseline: BaselineMetrics::new(set, partition),
+            rows_in: b().counter("rows_in", partition),
+            rows_suppressed: b().counter("rows_suppressed", partition),
+            classes: b().counter("classes", partition),
+            smallest_class: b().gauge("smallest_class", partition),
+            peak_mem_used: b().gauge("peak_mem_used", partition),
+            encode_time: b().subset_time("encode_time", partition),
+            algorithm_time: b().subset_time("algorithm_time", partition),
+            verify_time: b().subset_time("verify_time", partition),
+            recode_time: b().subset_time("recode_time", partition),
+        }
+    }
+}
+
+/// Sets a flag when dropped: the stream was dropped (query cancelled), so the
+/// blocking engine task stops at its next phase boundary.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Input batches held in memory, with their reservation.
+pub(crate) struct Held {
+    pub batches: Vec<RecordBatch>,
+    pub reservation: MemoryReservation,
+}
+
+/// Reads every partition of `input`, in partition order, reserving the
+/// memory of each batch before keeping it and handing it to `on_batch`.
+pub(crate) async fn consume(
+    input: &Arc<dyn ExecutionPlan>,
+    context: &Arc<TaskContext>,
+    consumer: &str,
+    mut on_batch: impl FnMut(&RecordBatch) -> Result<()>,
+) -> Result<Held> {
+    let reservation = MemoryConsumer::new(consumer).register(context.memory_pool());
+    let mut batches = Vec::new();
+    for p in 0..input.output_partitioning().partition_count() {
+        let mut stream = input.execute(p, Arc::clone(context))?;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            reservation
+                .try_grow(batch.get_array_memory_size())
+                .map_err(|e| {
+                    e.context(format!(
+                        "{consumer} keeps its whole input in memory until the release is verified; raise the memory limit or anonymise fewer rows"
+                    ))
+                })?;
+            on_batch(&batch)?;
+            batches.push(batch);
+        }
+    }
+    Ok(Held {
+        batches,
+        reservation,
+    })
+}
+
+/// The release, ready to be streamed.
+struct Prepared {
+    recoder: Option<Recoder>,
+    held: Held,
+}
+
+impl ExecutionPlan for AnonymizeExec {
+    fn name(&self) -> &'static str {
+        "AnonymizeExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.cache
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![true]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.len() != 1 {
+            return internal_err!("AnonymizeExec takes one child, got {}", children.len());
+        }
+        Ok(Arc::new(AnonymizeExec::with_job(
+            children.swap_remove(0),
+            Arc::clone(&self.job),
+            self.projection.clone(),
+        )?))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return internal_err!("AnonymizeExec has one output partition, asked for {partition}");
+        }
+        let input = Arc::clone(&self.input);
+        let job = Arc::clone(&self.job);
+        let projection = self.projection.clone();
+        let metrics = Metrics::new(&self.metrics, partition);
+        let schema = self.schema();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let guard = CancelOnDrop(Arc::clone(&cancelled));
+        let m = metrics.clone();
+        // No work before the first poll: everything happens in this future.
+        let prepare = async move {
+            let _guard = guard;
+            let spec = job.spec();
+            let mut encoder = Encoder::try_new(spec, job.hierarchies(), &input.schema())
+                .map_err(|e| engine_error("anonymize", e, true))?;
+            let held = consume(
+                &input,
+                &context,
+                &format!("AnonymizeExec[{partition}]"),
+                |b| {
+                    let _t = m.encode_time.timer();
+                    m.rows_in.add(b.num_rows());
+                    encoder
+                        .push(b)
+                        .map_err(|e| engine_error("anonymize", e, false))
+                },
+            )
+            .await?;
+            m.peak_mem_used.set_max(held.reservation.size());
+            let job2 = Arc::clone(&job);
+            let m2 = m.clone();
+            let task = SpawnedTask::spawn_blocking(move || {
+                run_engine(&job2, encoder, held, &m2, &cancelled)
+            });
+            task.join()
+                .await
+                .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
+        };
+        let stream = futures::stream::once(prepare)
+            .map_ok(move |prepared| {
+                let m = metrics.clone();
+                let projection = projection.clone();
+                let Prepared { recoder, held } = prepared;
+                let Held {
+                    batches,
+                    reservation,
+                } = held;
+                let mut offset = 0;
+                let items: Vec<(RecordBatch, usize)> = match recoder {
+                    Some(_) => batches
+                        .into_iter()
+                        .map(|b| {
+                            let o = offset;
+                            offset += b.num_rows();
+                            (b, o)
+                        })
+                        .collect(),
+                    None => Vec::new(),
+                };
+                futures::stream::iter(items.into_iter().map(move |(b, o)| {
+                    let Some(recoder) = &recoder else {
+                        return internal_err!("anonymize(): no recoder for a non-empty input");
+                    };
+                    let timer = m.baseline.elapsed_compute().timer();
+                    let out = recoder
+                        .recode(&b, o)
+                        .map_err(|e| engine_error("anonymize", e, false))?;
+                    reservation.shrink(b.get_array_memory_size().min(reservation.size()));
+                    drop(b);
+                    let out = match &projection {
+                        Some(p) => out.project(p)?,
+                        None => out,
+                    };
+                    timer.done();
+                    match m.baseline.record_poll(Poll::Ready(Some(Ok(out)))) {
+                        Poll::Ready(Some(r)) => r,
+                        _ => internal_err!("anonymize(): lost a recoded batch"),
+                    }
+                }))
+            })
+            .try_flatten()
+            .try_filter(|b| futures::future::ready(b.num_rows() > 0));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}
+
+fn check_cancelled(cancelled: &AtomicBool) -> Result<()> {
+    if cancelled.load(Ordering::Relaxed) {
+        Err(DataFusionError::Execution(
+            "anonymize(): the query was cancelled".into(),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The engine's part, on a blocking thread: anonymise, verify the partition,
+/// recode the QI and sensitive columns and verify the release by its labels.
+fn run_engine(
+    job: &Job,
+    encoder: Encoder,
+    held: Held,
+    m: &Metrics,
+    cancelled: &AtomicBool,
+) -> Result<Prepared> {
+    let spec = job.spec();
+    let f = "anonymize";
+    if held.batches.iter().all(|b| b.num_rows() == 0) {
+        // Nothing to anonymise, nothing to publish.
+        return Ok(Prepared {
+            recoder: None,
+            held,
+        });
+    }
+    let t = Instant::now();
+    let table = encoder.finish().map_err(|e| engine_error(f, e, false))?;
+    m.encode_time.add_duration(t.elapsed());
+    // What the engine will hold besides the input: codes, classes and the
+    // partition, a few u32 per row and QI (an estimate).
+    let cols = table.n_qi() + table.sensitive().len();
+    let engine_bytes = table.n_rows() * (cols * 4 + 16) * 4;
+    held.reservation.try_grow(engine_bytes).map_err(|e| {
+        e.context("anonymize(): not enough memory for the engine's working set; raise the memory limit or anonymise fewer rows")
+    })?;
+    m.peak_mem_used.set_max(held.reservation.size());
+    check_cancelled(cancelled)?;
+    let privacy = Privacy::from_spec(spec).map_err(|e| engine_error(f, e, false))?;
+    let result = kanon_engine::pipeline::anonymize_with(spec, &table, &privacy)
+        .map_err(|e| engine_error(f, e, false))?;
+    m.algorithm_time
+        .add_duration(result.timings.classes + result.timings.algorithm + result.timings.metrics);
+    m.verify_time.add_duration(result.timings.verify);
+    check_cancelled(cancelled)?;
+    let t = Instant::now();
+    let recoder = Recoder::new(spec, &table, &result.partition);
+    drop(table);
+    // Verify the release as published, by its labels: recode only the QI
+    // and sensitive columns of every batch.
+    let checked: Vec<&str> = spec
+        .attributes
+        .iter()
+        .filter(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive))
+        .map(|a| a.name.as_str())
+        .collect();
+    let mut labels = Vec::with_capacity(held.batches.len());
+    let mut offset = 0;
+    for b in &held.batches {
+        let schema = b.schema();
+        let idx: Vec<usize> = checked
+            .iter()
+            .filter_map(|n| schema.index_of(n).ok())
+            .collect();
+        labels.push(
+            recoder
+                .recode(&b.project(&idx)?, offset)
+                .map_err(|e| engine_error(f, e, false))?,
+        );
+        offset += b.num_rows();
+    }
+    m.recode_time.add_duration(t.elapsed());
+    let t = Instant::now();
+    let release = verify_release(spec, &labels, &privacy).map_err(|e| engine_error(f, e, false))?;
+    drop(labels);
+    if release.published_rows != result.verified.published_rows {
+        return internal_err!(
+            "anonymize(): the recoded release holds {} rows but the partition publishes {} (a bug in kanon, please report it)",
+            release.published_rows,
+            result.verified.published_rows
+        );
+    }
+    m.verify_time.add_duration(t.elapsed());
+    held.reservation.shrink(engine_bytes);
+    let r = &result.report;
+    m.rows_suppressed.add(r.suppressed_rows);
+    m.classes.add(r.classes);
+    m.smallest_class.set(r.smallest_class);
+    Ok(Prepared {
+        recoder: Some(recoder),
+        held,
+    })
+}

@@ -1,0 +1,463 @@
+//! The settings of one `anonymize(...)` or `kanon_risk(...)` call: the same
+//! settings as a job file, written in SQL.
+//!
+//! The options string is TOML key/values separated by commas, as inside a
+//! TOML inline table (a string with line breaks is read as a whole TOML
+//! document, one starting with `{` as JSON):
+//!
+//! ```text
+//! 'config = "configs/adult.toml", k = 5, algorithm = "kaca"'
+//! 'k = 2, qi = ["age", "zip"], sensitive = "disease"'
+//! 'config = "configs/adult.toml", privacy.suppression_limit = 0.02, algorithm.max_depth = 8'
+//! ```
+//!
+//! Besides the sections of a job file (`privacy`, `algorithm`,
+//! `attributes`, all optional), these shorthands are read:
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `config` | a job file (TOML) loaded first; every other key overrides it |
+//! | `k`, `suppression_limit` | `privacy.k`, `privacy.suppression_limit` |
+//! | `algorithm` (a string), `seed` | `algorithm.name`, `algorithm.seed` |
+//! | `qi`, `sensitive`, `identifying`, `insensitive` | column names (a string or a list) given that role; a column not yet listed is added with flexible generalisation |
+//!
+//! Hierarchy files are found as the runner finds them: relative to the
+//! current directory when they exist there, else to the job file's
+//! directory, then its parent. `input` and `output` of a job file are
+//! ignored: the table comes from SQL and the release goes where the query
+//! sends it (`COPY ... TO`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::common::{plan_datafusion_err, DataFusionError, Result};
+use kanon_engine::hierarchy::Hierarchy;
+use kanon_engine::spec::JobSpec;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A hierarchy file as read at planning time, kept as text so that the
+/// settings stay plain data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HierarchySource {
+    /// The file it was read from (after path resolution).
+    pub file: String,
+    /// The file's text.
+    pub text: String,
+    /// Its delimiter.
+    pub delimiter: char,
+}
+
+/// Everything one call needs, as plain serde data: the job spec and the text
+/// of its hierarchy files. An extension codec (e.g. for Ballista) carries
+/// [`AnonymizeSettings::to_json`] and rebuilds the node with
+/// [`AnonymizeSettings::from_json`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnonymizeSettings {
+    /// The job, with every override applied.
+    pub spec: JobSpec,
+    /// Hierarchy files by the path written in the spec.
+    pub hierarchies: BTreeMap<String, HierarchySource>,
+    /// The job file the settings started from, if any (for display).
+    pub config: Option<String>,
+}
+
+/// [`AnonymizeSettings`] with their hierarchies parsed.
+#[derive(Debug, Clone)]
+pub struct Job {
+    settings: AnonymizeSettings,
+    hierarchies: FxHashMap<String, Arc<Hierarchy>>,
+}
+
+impl AnonymizeSettings {
+    /// The settings as JSON.
+    ///
+    /// # Errors
+    /// Never in practice (the settings are plain data); an internal error
+    /// otherwise.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string(self)
+            .map_err(|e| DataFusionError::Internal(format!("kanon settings to JSON: {e}")))
+    }
+
+    /// Settings from [`AnonymizeSettings::to_json`].
+    ///
+    /// # Errors
+    /// A plan error when the JSON is not kanon settings.
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json)
+            .map_err(|e| plan_datafusion_err!("not kanon anonymize settings: {e}"))
+    }
+}
+
+impl Job {
+    /// Validates the settings and parses their hierarchies.
+    ///
+    /// # Errors
+    /// A plan error naming the setting or hierarchy file at fault.
+    pub fn try_new(settings: AnonymizeSettings, function: &str) -> Result<Self> {
+        settings
+            .spec
+            .validate()
+            .map_err(|e| plan_datafusion_err!("{function}(): {e}"))?;
+        let mut hierarchies = FxHashMap::default();
+        for (path, src) in &settings.hierarchies {
+            let h = Hierarchy::from_csv(&src.file, &src.text, src.delimiter)
+                .map_err(|e| plan_datafusion_err!("{function}(): {e}"))?;
+            hierarchies.insert(path.clone(), Arc::new(h));
+        }
+        for (attribute, path, _) in settings.spec.hierarchy_files() {
+            if !hierarchies.contains_key(path) {
+                return Err(plan_datafusion_err!(
+                    "{function}(): hierarchy file `{path}` of attribute `{attribute}` was not loaded"
+                ));
+            }
+        }
+        Ok(Job {
+            settings,
+            hierarchies,
+        })
+    }
+
+    /// The plain settings.
+    pub fn settings(&self) -> &AnonymizeSettings {
+        &self.settings
+    }
+
+    /// The job spec.
+    pub fn spec(&self) -> &JobSpec {
+        &self.settings.spec
+    }
+
+    /// The parsed hierarchies, by the path written in the spec.
+    pub fn hierarchies(&self) -> &FxHashMap<String, Arc<Hierarchy>> {
+        &self.hierarchies
+    }
+}
+
+/// Parses an options string into a JSON object of settings (before the
+/// shorthands are applied).
+///
+/// # Errors
+/// A plan error quoting the parser's message.
+pub fn parse_options(text: &str, function: &str) -> Result<Map<String, Value>> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(Map::new());
+    }
+    let bad = |how: &str, msg: String| {
+        plan_datafusion_err!(
+            "{function}(): the options are not valid {how}: {msg}; write them as `key = value` pairs separated by commas, e.g. 'k = 10, algorithm = \"mondrian\", config = \"configs/adult.toml\"'"
+        )
+    };
+    let value: Value = if t.starts_with('{') {
+        serde_json::from_str(t).map_err(|e| bad("JSON", e.to_string()))?
+    } else if t.contains('\n') {
+        let v: toml::Value = toml::from_str(t).map_err(|e| bad("TOML", e.message().to_string()))?;
+        serde_json::to_value(v).map_err(|e| bad("TOML", e.to_string()))?
+    } else {
+        let wrapped = format!("options = {{ {t} }}");
+        let mut v: toml::Table = toml::from_str(&wrapped).map_err(|e| {
+            let at = e
+                .span()
+                .map(|s| format!(" (at character {})", s.start.saturating_sub(12) + 1))
+                .unwrap_or_default();
+            bad("TOML key/values", format!("{}{at}", e.message().trim()))
+        })?;
+        let inner = v
+            .remove("options")
+            .unwrap_or(toml::Value::Table(Default::default()));
+        serde_json::to_value(inner).map_err(|e| bad("TOML", e.to_string()))?
+    };
+    match value {
+        Value::Object(m) => Ok(m),
+        _ => Err(bad("settings", "expected key/values".into())),
+    }
+}
+
+/// Resolves a path written in a job file like the runner's `config.rs`: as
+/// given when absolute or existing, else relative to the job file's
+/// directory, then its parent.
+fn resolve(path: &str, config: Option<&Path>) -> PathBuf {
+    let direct = PathBuf::from(path);
+    if direct.is_absolute() || direct.exists() {
+        return direct;
+    }
+    if let Some(cfg) = config {
+        let dir = cfg.parent().unwrap_or(Path::new("."));
+        for base in [dir.to_path_buf(), dir.join("..")] {
+            let candidate = base.join(path);
+            if candidate.exists() {
+                return candidate;
+            }
+        }
+    }
+    direct
+}
+
+/// Merges `over` into `base`: tables merge key by key, anything else is
+/// replaced.
+fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+fn names(v: &Value, key: &str, function: &str) -> Result<Vec<String>> {
+    match v {
+        Value::String(s) => Ok(s
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| {
+                x.as_str().map(str::to_string).ok_or_else(|| {
+                    plan_datafusion_err!("{function}(): option `{key}` takes column names (strings)")
+                })
+            })
+            .collect(),
+        _ => Err(plan_datafusion_err!(
+            "{function}(): option `{key}` takes a column name or a list of names, e.g. {key} = [\"age\", \"zip\"]"
+        )),
+    }
+}
+
+/// Builds the settings of a call from its options (already parsed into
+/// key/values, shorthands included), loading the `config` job file and the
+/// hierarchy files.
+///
+/// # Errors
+/// A plan error naming the option, file or setting at fault.
+pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<AnonymizeSettings> {
+    let config = match options.remove("config") {
+        None => None,
+        Some(Value::String(p)) => Some(p),
+        Some(_) => {
+            return Err(plan_datafusion_err!(
+                "{function}(): option `config` takes the path of a job file, e.g. config = \"configs/adult.toml\""
+            ))
+        }
+    };
+    let mut base = Map::new();
+    let config_path = config.as_deref().map(|c| resolve(c, None));
+    if let (Some(c), Some(path)) = (&config, &config_path) {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            plan_datafusion_err!(
+                "{function}(): cannot read job file {} (option `config = \"{c}\"`): {e}; paths are relative to the current directory {}",
+                path.display(),
+                std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()
+            )
+        })?;
+        let v: toml::Value = toml::from_str(&text).map_err(|e| {
+            plan_datafusion_err!(
+                "{function}(): job file {} is not valid TOML: {}",
+                path.display(),
+                e.message()
+            )
+        })?;
+        if let Ok(Value::Object(m)) = serde_json::to_value(v) {
+            base = m;
+        }
+    }
+    let mut roles: Vec<(&str, Vec<String>)> = Vec::new();
+    for (key, role) in [
+        ("qi", "quasi-identifier"),
+        ("quasi_identifiers", "quasi-identifier"),
+        ("sensitive", "sensitive"),
+        ("identifying", "identifying"),
+        ("insensitive", "insensitive"),
+    ] {
+        if let Some(v) = options.remove(key) {
+            roles.push((role, names(&v, key, function)?));
+        }
+    }
+    let mut sections = Map::new();
+    let mut privacy = Map::new();
+    let mut algorithm = Map::new();
+    for key in ["k", "suppression_limit"] {
+        if let Some(v) = options.remove(key) {
+            privacy.insert(key.to_string(), v);
+        }
+    }
+    match options.remove("algorithm") {
+        Some(Value::String(name)) => {
+            algorithm.insert("name".into(), Value::String(name));
+        }
+        Some(Value::Object(m)) => merge(&mut algorithm, m),
+        Some(_) => {
+            return Err(plan_datafusion_err!(
+                "{function}(): option `algorithm` takes an algorithm name, e.g. algorithm = \"mondrian\""
+            ))
+        }
+        None => {}
+    }
+    if let Some(v) = options.remove("seed") {
+        algorithm.insert("seed".into(), v);
+    }
+    if !privacy.is_empty() {
+        sections.insert("privacy".into(), Value::Object(privacy));
+    }
+    if !algorithm.is_empty() {
+        sections.insert("algorithm".into(), Value::Object(algorithm));
+    }
+    merge(&mut base, options);
+    merge(&mut base, sections);
+    // `seed = 7` or `algorithm.x = ...` alone keep the default algorithm.
+    if let Some(Value::Object(a)) = base.get_mut("algorithm") {
+        a.entry("name")
+            .or_insert_with(|| Value::String(JobSpec::default().algorithm.name));
+    }
+    // The SQL table is the input and the query decides where output goes.
+    base.remove("input");
+    base.remove("output");
+    if !roles.is_empty() {
+        let attrs = base
+            .entry("attributes")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(attrs) = attrs else {
+            return Err(plan_datafusion_err!(
+                "{function}(): `attributes` must be a list of tables"
+            ));
+        };
+        for (role, cols) in roles {
+            for col in cols {
+                let found = attrs
+                    .iter_mut()
+                    .find(|a| a.get("name").and_then(Value::as_str) == Some(col.as_str()));
+                match found {
+                    Some(Value::Object(a)) => {
+                        a.insert("role".into(), Value::String(role.into()));
+                    }
+                    _ => attrs.push(serde_json::json!({ "name": col, "role": role })),
+                }
+            }
+        }
+    }
+    let spec: JobSpec = serde_json::from_value(Value::Object(base)).map_err(|e| {
+        plan_datafusion_err!(
+            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive"
+        )
+    })?;
+    let mut hierarchies = BTreeMap::new();
+    for (attribute, path, delimiter) in spec.hierarchy_files() {
+        let file = resolve(path, config_path.as_deref());
+        let text = std::fs::read_to_string(&file).map_err(|e| {
+            plan_datafusion_err!(
+                "{function}(): cannot read hierarchy file {} of attribute `{attribute}` (setting attributes.{attribute}.hierarchy): {e}",
+                file.display()
+            )
+        })?;
+        hierarchies.insert(
+            path.to_string(),
+            HierarchySource {
+                file: file.display().to_string(),
+                text,
+                delimiter,
+            },
+        );
+    }
+    Ok(AnonymizeSettings {
+        spec,
+        hierarchies,
+        config,
+    })
+}
+
+/// Parses an options string and builds the job of a call.
+///
+/// # Errors
+/// A plan error naming the option, file or setting at fault.
+pub fn job_from_options(text: &str, function: &str) -> Result<Job> {
+    let options = parse_options(text, function)?;
+    Job::try_new(settings_from(options, function)?, function)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_toml_with_shorthands() {
+        let job = job_from_options(
+            r#"k = 3, qi = ["age", "zip"], sensitive = "disease", algorithm = "datafly", seed = 7"#,
+            "anonymize",
+        )
+        .unwrap();
+        let s = job.spec();
+        assert_eq!(s.privacy.k, 3);
+        assert_eq!(s.algorithm.name, "datafly");
+        assert_eq!(s.algorithm.seed, 7);
+        assert_eq!(s.quasi_identifiers().count(), 2);
+        assert_eq!(s.sensitive().next().unwrap().name, "disease");
+    }
+
+    #[test]
+    fn json_and_multi_line_toml() {
+        let json = job_from_options(
+            r#"{"privacy": {"k": 4}, "attributes": [{"name": "age", "role": "qi"}]}"#,
+            "anonymize",
+        )
+        .unwrap();
+        let toml = job_from_options(
+            "[privacy]\nk = 4\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n",
+            "anonymize",
+        )
+        .unwrap();
+        assert_eq!(json.settings(), toml.settings());
+        assert_eq!(json.spec().privacy.k, 4);
+    }
+
+    #[test]
+    fn config_file_is_loaded_then_overridden() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let cfg = root.join("configs/adult.toml");
+        let job = job_from_options(
+            &format!(
+                r#"config = "{}", k = 5, algorithm.name = "datafly", privacy.suppression_limit = 0.01"#,
+                cfg.display()
+            ),
+            "anonymize",
+        )
+        .unwrap();
+        assert_eq!(job.spec().privacy.k, 5);
+        assert_eq!(job.spec().privacy.suppression_limit, Some(0.01));
+        assert_eq!(job.spec().algorithm.name, "datafly");
+        assert_eq!(job.spec().algorithm.seed, 1);
+        assert_eq!(job.spec().quasi_identifiers().count(), 8);
+        assert_eq!(job.hierarchies().len(), 7);
+        let json = job.settings().to_json().unwrap();
+        assert_eq!(
+            &AnonymizeSettings::from_json(&json).unwrap(),
+            job.settings()
+        );
+    }
+
+    #[test]
+    fn errors_name_the_option() {
+        let e = job_from_options("k = 3, qi = [\"a\"], colour = 1", "anonymize")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+        let e = job_from_options("k = ", "anonymize")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not valid TOML key/values"), "{e}");
+        let e = job_from_options("k = 0, qi = \"a\"", "anonymize")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("privacy.k"), "{e}");
+        let e = job_from_options("config = \"nope.toml\"", "anonymize")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read job file nope.toml"), "{e}");
+    }
+}

@@ -1,0 +1,404 @@
+//! Re-identification risk and information loss of a table as it stands: an
+//! input before anonymisation, or a release after it, judged by the values
+//! (labels) its quasi-identifiers show.
+//!
+//! Rows with identical QI labels form a class. A record in a class of size
+//! `s` is re-identified with probability `1/s` by an attacker who knows its
+//! QIs (prosecutor model; El Emam & Dankar 2008): the largest risk is
+//! `1/smallest class`, the average risk over records is `classes / rows`.
+//! Distinct l-diversity (Machanavajjhala et al. 2007) is the smallest number
+//! of distinct sensitive values in a class.
+//!
+//! NCP (Xu et al. 2006; seed 001) is read back from the labels: a label that
+//! is a node of the QI's hierarchy costs `m/D` (its `m` leaves of the
+//! hierarchy's `D`; 0 for a leaf), a numeric range `[a-b]` costs
+//! `(b-a)/(max-min)` over the column's observed bounds, a value set `{a,b}`
+//! costs `m/D` over the column's distinct values, `*` costs 1, a plain value
+//! 0. An input that was never generalised therefore has NCP 0.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::Schema;
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
+
+use crate::encode::{Encoder, EquivalenceClasses, QiColumn, QiTable};
+use crate::error::{Error, Result};
+use crate::hierarchy::{Hierarchy, Level};
+use crate::spec::{JobSpec, Kind, Role};
+
+/// Risk and loss of a table for the QIs of a job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableRisk {
+    /// Rows of the table.
+    pub rows: usize,
+    /// Rows left out because a QI is null (under `nulls = "suppress"`).
+    pub excluded_rows: usize,
+    /// Classes (distinct QI tuples).
+    pub classes: usize,
+    /// Smallest class: the k the table achieves (0 for an empty table).
+    pub smallest_class: usize,
+    /// Largest class.
+    pub largest_class: usize,
+    /// Classes smaller than the job's k.
+    pub classes_below_k: usize,
+    /// Rows in classes smaller than the job's k.
+    pub rows_below_k: usize,
+    /// Largest re-identification risk of a record, `1/smallest class`.
+    pub max_risk: f64,
+    /// Average re-identification risk of a record, `classes/rows`.
+    pub avg_risk: f64,
+    /// Distinct l-diversity achieved (smallest number of distinct sensitive
+    /// values in a class, over all sensitive attributes); `None` without a
+    /// sensitive attribute.
+    pub l_achieved: Option<usize>,
+    /// Mean NCP over all QI cells, read from the labels.
+    pub ncp: f64,
+}
+
+/// A copy of `spec` that reads every QI and sensitive column as plain
+/// categorical labels (as [`crate::verify::verify_release`] does).
+fn labels_only(spec: &JobSpec) -> JobSpec {
+    let mut labels = spec.clone();
+    labels
+        .attributes
+        .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
+    for a in &mut labels.attributes {
+        a.kind = Some(Kind::Categorical);
+        a.hierarchy = None;
+        a.intervals = None;
+        a.cuts = None;
+        a.masking = false;
+    }
+    labels
+}
+
+/// Computes the risk and loss of `batches` (all of `schema`) for the QIs and
+/// sensitive attributes of `spec`, with the job's k.
+///
+/// `hierarchies` maps each hierarchy file path of the spec to its parsed
+/// hierarchy (used for NCP only).
+///
+/// # Errors
+/// [`Error::Data`] when a QI or sensitive column is missing or has a type
+/// kanon cannot read, or when labels of a QI with a hierarchy are not nodes
+/// of that hierarchy (by count, never by value).
+pub fn table_risk(
+    spec: &JobSpec,
+    hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
+    schema: &Schema,
+    batches: &[RecordBatch],
+) -> Result<TableRisk> {
+    let labels = labels_only(spec);
+    let mut enc = Encoder::try_new(&labels, &FxHashMap::default(), schema)?;
+    for b in batches {
+        enc.push(b)?;
+    }
+    let table = enc.finish()?;
+    let classes = EquivalenceClasses::of(&table);
+    let k = spec.privacy.k;
+    let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
+    let rows = table.n_rows();
+    let active = rows - table.excluded().len();
+    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    let below: Vec<usize> = sizes.iter().copied().filter(|&s| s < k).collect();
+    let l_achieved = table
+        .sensitive()
+        .iter()
+        .map(|s| {
+            (0..classes.len())
+                .map(|c| {
+                    classes
+                        .rows(c)
+                        .iter()
+                        .map(|&r| s.codes()[r as usize])
+                        .collect::<FxHashSet<u32>>()
+                        .len()
+                })
+                .min()
+                .unwrap_or(0)
+        })
+        .min();
+    let mut ncp_sum = 0.0;
+    for (col, attr) in table.columns().iter().zip(spec.quasi_identifiers()) {
+        let hierarchy = attr.hierarchy.as_ref().and_then(|p| hierarchies.get(p));
+        let numeric = attr.kind == Some(Kind::Numeric)
+            || attr.intervals.is_some()
+            || attr.cuts.is_some()
+            || schema
+                .field_with_name(&attr.name)
+                .is_ok_and(|f| f.data_type().is_numeric());
+        ncp_sum += column_ncp_sum(&table, col, hierarchy.map(|h| h.as_ref()), numeric)?;
+    }
+    let cells = (active * table.n_qi()).max(1) as f64;
+    Ok(TableRisk {
+        rows,
+        excluded_rows: table.excluded().len(),
+        classes: sizes.len(),
+        smallest_class: smallest,
+        largest_class: sizes.iter().copied().max().unwrap_or(0),
+        classes_below_k: below.len(),
+        rows_below_k: below.iter().sum(),
+        max_risk: if smallest == 0 {
+            0.0
+        } else {
+            1.0 / smallest as f64
+        },
+        avg_risk: if active == 0 {
+            0.0
+        } else {
+            sizes.len() as f64 / active as f64
+        },
+        l_achieved,
+        ncp: ncp_sum / cells,
+    })
+}
+
+/// What a label says about the values it covers.
+enum Parsed {
+    Suppressed,
+    Number(f64),
+    Range(f64, f64),
+    Set(Vec<String>),
+    Value,
+}
+
+fn parse_label(label: &str, numeric: bool) -> Parsed {
+    let l = label.trim();
+    if l == "*" {
+        return Parsed::Suppressed;
+    }
+    if numeric {
+        if let Ok(v) = l.parse::<f64>() {
+            return Parsed::Number(v);
+        }
+        if let Some(inner) = l
+            .strip_prefix('[')
+            .and_then(|s| s.strip_suffix(']').or_else(|| s.strip_suffix(')')))
+        {
+            // `a-b` where either bound may be negative: split at a `-` that
+            // follows a digit.
+            let bytes = inner.as_bytes();
+            if let Some(i) = (1..bytes.len()).find(|&i| {
+                bytes[i] == b'-' && (bytes[i - 1].is_ascii_digit() || bytes[i - 1] == b'.')
+            }) {
+                if let (Ok(a), Ok(b)) = (
+                    inner[..i].trim().parse::<f64>(),
+                    inner[i + 1..].trim().parse::<f64>(),
+                ) {
+                    return Parsed::Range(a, b);
+                }
+            }
+        }
+        if let Some(v) = l.strip_prefix(">=").and_then(|s| s.trim().parse().ok()) {
+            return Parsed::Range(v, f64::INFINITY);
+        }
+        if let Some(v) = l.strip_prefix('<').and_then(|s| s.trim().parse().ok()) {
+            return Parsed::Range(f64::NEG_INFINITY, v);
+        }
+    }
+    if let Some(inner) = l.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+        return Parsed::Set(inner.split(',').map(|s| s.trim().to_string()).collect());
+    }
+    Parsed::Value
+}
+
+/// The sum over the column's active rows of each cell's NCP.
+fn column_ncp_sum(
+    table: &QiTable,
+    col: &QiColumn,
+    hierarchy: Option<&Hierarchy>,
+    numeric: bool,
+) -> Result<f64> {
+    let counts = col.counts();
+    let used: Vec<(u32, f64)> = (0..col.domain_size() as u32)
+        .filter(|&c| counts[c as usize] > 0)
+        .map(|c| (c, counts[c as usize] as f64))
+        .collect();
+    // Rows excluded by a null policy hold code 0 but publish nothing.
+    let excluded_on = |code: u32| -> f64 {
+        if code == 0 {
+            table
+                .excluded()
+                .iter()
+                .filter(|&&r| col.codes()[r as usize] == 0)
+                .count() as f64
+        } else {
+            0.0
+        }
+    };
+    if let Some(h) = hierarchy {
+        let mut node_by_label: FxHashMap<&str, usize> = FxHashMap::default();
+        for level in (0..=h.height()).rev() {
+            for n in h.nodes_at(Level(level)) {
+                node_by_label.insert(h.label(n), h.leaves(n).len());
+            }
+        }
+        let d = h.leaf_count().max(1) as f64;
+        let mut sum = 0.0;
+        let mut unknown = 0.0;
+        for &(c, n) in &used {
+            let n = n - excluded_on(c);
+            match node_by_label.get(col.label(c)) {
+                Some(&m) if m > 1 => sum += n * m as f64 / d,
+                Some(_) => {}
+                None if col.label(c) == "*" => sum += n,
+                None => unknown += n,
+            }
+        }
+        if unknown > 0.0 {
+            return Err(Error::data(
+                col.name(),
+                format!(
+                    "{unknown} values are not nodes of the column's hierarchy ({}); give the hierarchy the table was generalised with",
+                    h.source()
+                ),
+            ));
+        }
+        return Ok(sum);
+    }
+    let parsed: Vec<(Parsed, f64)> = used
+        .iter()
+        .map(|&(c, n)| (parse_label(col.label(c), numeric), n - excluded_on(c)))
+        .collect();
+    let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut singles: FxHashSet<&str> = FxHashSet::default();
+    for ((p, _), &(c, _)) in parsed.iter().zip(&used) {
+        match p {
+            Parsed::Number(v) => {
+                min = min.min(*v);
+                max = max.max(*v);
+            }
+            Parsed::Range(a, b) => {
+                for v in [a, b] {
+                    if v.is_finite() {
+                        min = min.min(*v);
+                        max = max.max(*v);
+                    }
+                }
+            }
+            Parsed::Set(items) => singles.extend(items.iter().map(|s| s.as_str())),
+            Parsed::Value => {
+                singles.insert(col.label(c));
+            }
+            Parsed::Suppressed => {}
+        }
+    }
+    let width = if max > min { max - min } else { 0.0 };
+    let d = singles.len().max(1) as f64;
+    Ok(parsed
+        .iter()
+        .map(|(p, n)| {
+            n * match p {
+                Parsed::Suppressed => 1.0,
+                Parsed::Number(_) | Parsed::Value => 0.0,
+                Parsed::Range(a, b) if width > 0.0 => (b.min(max) - a.max(min)).max(0.0) / width,
+                Parsed::Range(..) => 0.0,
+                Parsed::Set(items) if items.len() > 1 => items.len() as f64 / d,
+                Parsed::Set(_) => 0.0,
+            }
+        })
+        .sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{ArrayRef, Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field};
+
+    fn spec(json: &str) -> JobSpec {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn risk_of_an_input_and_a_release() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("age", DataType::Int64, false),
+            Field::new("zip", DataType::Utf8, false),
+            Field::new("disease", DataType::Utf8, false),
+        ]));
+        let input = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![21, 22, 23, 41, 42, 42])) as ArrayRef,
+                Arc::new(StringArray::from(vec!["a", "b", "b", "c", "c", "c"])),
+                Arc::new(StringArray::from(vec!["x", "y", "x", "x", "x", "y"])),
+            ],
+        )
+        .unwrap();
+        let job = spec(
+            r#"{"privacy": {"k": 3}, "attributes": [
+                {"name": "age", "role": "qi"}, {"name": "zip", "role": "qi"},
+                {"name": "disease", "role": "sensitive"}]}"#,
+        );
+        let r = table_risk(&job, &FxHashMap::default(), &schema, &[input]).unwrap();
+        assert_eq!((r.rows, r.classes, r.smallest_class), (6, 5, 1));
+        assert_eq!((r.classes_below_k, r.rows_below_k), (5, 6));
+        assert_eq!(r.l_achieved, Some(1));
+        assert_eq!(r.max_risk, 1.0);
+        assert_eq!(r.ncp, 0.0);
+
+        let release_schema = Arc::new(Schema::new(vec![
+            Field::new("age", DataType::Utf8, false),
+            Field::new("zip", DataType::Utf8, false),
+            Field::new("disease", DataType::Utf8, false),
+        ]));
+        let release = RecordBatch::try_new(
+            release_schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec![
+                    "[21-23]", "[21-23]", "[21-23]", "[41-42]", "[41-42]", "[41-42]",
+                ])) as ArrayRef,
+                Arc::new(StringArray::from(vec![
+                    "{a,b}", "{a,b}", "{a,b}", "c", "c", "c",
+                ])),
+                Arc::new(StringArray::from(vec!["x", "y", "x", "x", "x", "y"])),
+            ],
+        )
+        .unwrap();
+        let mut job = job;
+        job.attributes[0].kind = Some(Kind::Numeric);
+        let r = table_risk(&job, &FxHashMap::default(), &release_schema, &[release]).unwrap();
+        assert_eq!((r.classes, r.smallest_class, r.rows_below_k), (2, 3, 0));
+        assert_eq!(r.l_achieved, Some(2));
+        assert!((r.avg_risk - 2.0 / 6.0).abs() < 1e-12);
+        // age: widths 2 and 1 over [21, 42]; zip: {a,b} covers 2 of 3 values.
+        let age = (3.0 * 2.0 / 21.0 + 3.0 * 1.0 / 21.0) / 6.0;
+        let zip = (3.0 * 2.0 / 3.0) / 6.0;
+        assert!((r.ncp - (age + zip) / 2.0).abs() < 1e-12, "{}", r.ncp);
+    }
+
+    #[test]
+    fn hierarchy_labels_cost_their_leaves() {
+        let h = Hierarchy::from_csv("sex.csv", "Male;*\nFemale;*\n", ';').unwrap();
+        let mut hs = FxHashMap::default();
+        hs.insert("sex.csv".to_string(), Arc::new(h));
+        let schema = Arc::new(Schema::new(vec![Field::new("sex", DataType::Utf8, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec!["*", "*", "Male", "Female"])) as ArrayRef],
+        )
+        .unwrap();
+        let job = spec(
+            r#"{"privacy": {"k": 2}, "attributes": [
+                {"name": "sex", "role": "qi", "hierarchy": "sex.csv"}]}"#,
+        );
+        let r = table_risk(&job, &hs, &schema, std::slice::from_ref(&batch)).unwrap();
+        assert!((r.ncp - 0.5).abs() < 1e-12);
+        assert_eq!(r.l_achieved, None);
+        let bad = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec!["Person", "*"])) as ArrayRef],
+        )
+        .unwrap();
+        let e = table_risk(&job, &hs, &schema, &[bad])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1 values are not nodes") && !e.contains("Person"),
+            "{e}"
+        );
+    }
+}

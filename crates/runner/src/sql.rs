@@ -1,0 +1,352 @@
+//! `kanon sql`: run a SQL query over Parquet and CSV tables (local files,
+//! directories, or `s3://` objects and prefixes) in a DataFusion session
+//! with kanon's `anonymize(...)` and `kanon_risk(...)` registered; print
+//! the result as a table, or write it as a Parquet release committed
+//! atomically, locally or on S3, through the same writer as
+//! `kanon anonymize`.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::error::DataFusionError;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
+use futures::StreamExt;
+use kanon_engine::spec::StorageSpec;
+
+use crate::config::{apply_overrides, env_overrides, parse_set};
+use crate::dataset::Format;
+use crate::exit::{self, Failure};
+use crate::ops::{check_interrupt, Ui};
+use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
+use crate::storage::{Location, Storage};
+
+/// Arguments of `kanon sql`.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The query, e.g. "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\"')".
+    pub query: String,
+    /// Register a table as NAME=PATH: a Parquet or CSV file (by extension),
+    /// a directory of Parquet files, or an s3:// object or prefix (a prefix
+    /// ends with `/`). Repeat for more tables.
+    #[arg(long = "table", short = 't', value_name = "NAME=PATH")]
+    pub tables: Vec<String>,
+    /// Field delimiter of CSV tables (one character), default `,`.
+    #[arg(long)]
+    pub delimiter: Option<String>,
+    /// CSV tables have no header row.
+    #[arg(long)]
+    pub no_header: bool,
+    /// Write the result as Parquet to this file or s3:// object
+    /// (atomically) instead of printing it.
+    #[arg(long, short = 'o')]
+    pub output: Option<String>,
+    /// Replace an existing --output.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Split --output into files of about this size (e.g. 256MB); --output
+    /// then names a directory or prefix.
+    #[arg(long)]
+    pub max_file_size: Option<String>,
+    /// Storage settings as in a job file's `[storage]`, e.g.
+    /// `--set storage.endpoint=http://127.0.0.1:9000` (also `KANON_STORAGE_*`).
+    #[arg(long = "set", value_name = "storage.KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print at most this many rows (0: all).
+    #[arg(long, default_value_t = 100)]
+    pub max_rows: usize,
+}
+
+/// A `--table NAME=PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TableArg {
+    name: String,
+    location: Location,
+}
+
+fn parse_table(arg: &str) -> Result<TableArg> {
+    let Some((name, path)) = arg.split_once('=') else {
+        bail!("--table {arg}: expected NAME=PATH, e.g. --table adult=data/adult/adult.parquet");
+    };
+    let name = name.trim();
+    if name.is_empty()
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || name.starts_with(|c: char| c.is_ascii_digit())
+    {
+        bail!("--table {arg}: the name `{name}` must be letters, digits and `_`, not starting with a digit");
+    }
+    let location = Location::parse(path).with_context(|| format!("--table {name}"))?;
+    Ok(TableArg {
+        name: name.to_string(),
+        location,
+    })
+}
+
+/// The `[storage]` settings from `KANON_STORAGE_*` and `--set storage.*`.
+fn storage_spec(args: &SqlArgs) -> Result<StorageSpec> {
+    let mut overrides: Vec<_> = env_overrides(std::env::vars())
+        .into_iter()
+        .filter(|o| o.key.starts_with("storage."))
+        .collect();
+    for s in &args.set {
+        let o = parse_set(s)?;
+        if !o.key.starts_with("storage.") {
+            return Err(Failure::bad_input(format!(
+                "--set `{s}`: `kanon sql` takes only storage.* settings; the privacy settings go into anonymize()'s options"
+            ))
+            .into());
+        }
+        overrides.push(o);
+    }
+    let mut doc = toml::Table::new();
+    apply_overrides(&mut doc, &overrides)?;
+    let storage = doc
+        .remove("storage")
+        .unwrap_or_else(|| toml::Value::Table(toml::Table::new()));
+    storage.try_into().map_err(|e: toml::de::Error| {
+        Failure::bad_input(format!("storage settings: {}", e.message())).into()
+    })
+}
+
+async fn register(
+    ctx: &SessionContext,
+    storage: &Storage,
+    t: &TableArg,
+    args: &SqlArgs,
+) -> Result<()> {
+    let (url, is_dir) = match &t.location {
+        Location::Local(p) => {
+            if !p.exists() {
+                return Err(Failure::bad_input(format!(
+                    "--table {}={}: no such file or directory",
+                    t.name,
+                    p.display()
+                ))
+                .into());
+            }
+            let url = p
+                .to_str()
+                .with_context(|| format!("--table {}: the path is not UTF-8", t.name))?
+                .to_string();
+            (url, p.is_dir())
+        }
+        Location::S3 { bucket, key } => {
+            let store = storage.s3(bucket)?;
+            let base = ObjectStoreUrl::parse(format!("s3://{bucket}"))
+                .map_err(|e| Failure::bad_input(format!("--table {}: {e}", t.name)))?;
+            ctx.register_object_store(base.as_ref(), store);
+            (t.location.to_string(), key.is_empty() || key.ends_with('/'))
+        }
+    };
+    let format = if is_dir {
+        Format::Parquet
+    } else {
+        Format::of_path(&url).ok_or_else(|| {
+            Failure::bad_input(format!(
+                "--table {}={url}: cannot tell the format from the extension; name a .parquet or .csv file, or a directory of Parquet files",
+                t.name
+            ))
+        })?
+    };
+    match format {
+        Format::Parquet => {
+            ctx.register_parquet(&t.name, &url, ParquetReadOptions::default())
+                .await
+        }
+        Format::Csv => {
+            let delimiter = match args.delimiter.as_deref() {
+                None => b',',
+                Some("\\t") | Some("tab") => b'\t',
+                Some(d) if d.len() == 1 => d.as_bytes()[0],
+                Some(d) => bail!("--delimiter `{d}` must be one character, e.g. --delimiter ';'"),
+            };
+            let ext = std::path::Path::new(&url)
+                .extension()
+                .map(|e| format!(".{}", e.to_string_lossy()))
+                .unwrap_or_default();
+            let options = CsvReadOptions::new()
+                .delimiter(delimiter)
+                .has_header(!args.no_header)
+                .file_extension(&ext);
+            ctx.register_csv(&t.name, &url, options).await
+        }
+    }
+    .with_context(|| format!("cannot register table {} from {url}", t.name))
+}
+
+/// The exit code of a failed query: a plan error is the user's (2), an
+/// unsatisfiable model is 3, a memory limit or I/O failure 4, the rest 2.
+fn code_of(e: &DataFusionError) -> u8 {
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(_) | DataFusionError::IoError(_) => exit::IO,
+        DataFusionError::ObjectStore(_) => exit::IO,
+        DataFusionError::Execution(m) if m.contains("privacy model cannot be satisfied") => {
+            exit::UNSATISFIABLE
+        }
+        DataFusionError::Execution(m)
+            if m.contains("verification failed") || m.contains("a bug in kanon") =>
+        {
+            exit::INTERNAL
+        }
+        DataFusionError::Internal(_) => exit::INTERNAL,
+        _ => exit::BAD_INPUT,
+    }
+}
+
+/// Runs `kanon sql`.
+pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
+    let tables = args
+        .tables
+        .iter()
+        .map(|t| parse_table(t))
+        .collect::<Result<Vec<_>>>()?;
+    let storage = Storage::new(&storage_spec(args)?);
+    let output = args.output.as_deref().map(Location::parse).transpose()?;
+    let max_file_bytes = args
+        .max_file_size
+        .as_deref()
+        .map(|s| parse_size("--max-file-size", s))
+        .transpose()?;
+    if let Some(out) = &output {
+        if tables.iter().any(|t| &t.location == out) {
+            return Err(Failure::bad_input(format!(
+                "output {out} is one of the --table inputs; choose another --output"
+            ))
+            .into());
+        }
+        crate::release::check_destination(&storage, out, max_file_bytes.is_some(), args.overwrite)?;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the query runtime")?;
+    let ctx = SessionContext::new();
+    kanon_datafusion::register(&ctx).context("cannot register kanon's SQL functions")?;
+    for t in &tables {
+        rt.block_on(register(&ctx, &storage, t, args))?;
+    }
+    let planned = rt.block_on(async {
+        let df = ctx.sql(&args.query).await?;
+        df.execute_stream().await
+    });
+    let mut stream = match planned {
+        Ok(s) => s,
+        Err(e) => return Ok(fail(&e)),
+    };
+    let schema = stream.schema();
+    match output {
+        Some(out) => {
+            let options = ReleaseOptions {
+                max_file_bytes,
+                row_group_rows: 1 << 20,
+                zstd_level: 3,
+                overwrite: args.overwrite,
+                metadata: provenance(),
+            };
+            let mut writer = ReleaseWriter::create(&storage, out.clone(), schema, options)?;
+            while let Some(b) = rt.block_on(stream.next()) {
+                check_interrupt()?;
+                match b {
+                    Ok(b) => writer.write(&b)?,
+                    Err(e) => return Ok(fail(&e)),
+                }
+            }
+            let rows = writer.rows();
+            writer.commit()?;
+            if !ui.quiet {
+                println!("kanon sql: {rows} rows -> {out}");
+            }
+        }
+        None => {
+            let mut shown = Vec::new();
+            let (mut rows, mut kept) = (0usize, 0usize);
+            while let Some(b) = rt.block_on(stream.next()) {
+                check_interrupt()?;
+                let b = match b {
+                    Ok(b) => b,
+                    Err(e) => return Ok(fail(&e)),
+                };
+                rows += b.num_rows();
+                if args.max_rows == 0 || kept < args.max_rows {
+                    let take = if args.max_rows == 0 {
+                        b.num_rows()
+                    } else {
+                        b.num_rows().min(args.max_rows - kept)
+                    };
+                    kept += take;
+                    shown.push(b.slice(0, take));
+                }
+            }
+            if !schema.fields().is_empty() {
+                println!("{}", pretty_format_batches(&shown)?);
+            }
+            if kept < rows {
+                println!("({rows} rows, {kept} shown; --max-rows 0 shows all)");
+            } else {
+                println!("({rows} rows)");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The release's key-value metadata. Not the query text: its literals may
+/// name people (`WHERE name <> ...`) and the file is what gets published.
+fn provenance() -> Vec<(String, String)> {
+    vec![
+        (
+            "kanon.version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
+        ("kanon.command".to_string(), "sql".to_string()),
+    ]
+}
+
+fn fail(e: &DataFusionError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(code_of(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_arguments() {
+        let t = parse_table("adult=data/adult/adult.parquet").unwrap();
+        assert_eq!(t.name, "adult");
+        assert_eq!(
+            t.location,
+            Location::Local("data/adult/adult.parquet".into())
+        );
+        for bad in ["adult", "=x.csv", "1a=x.csv", "a-b=x.csv"] {
+            assert!(parse_table(bad).is_err(), "{bad}");
+        }
+        let t = parse_table("a=s3://bucket/dir/a.parquet").unwrap();
+        assert_eq!(
+            t.location,
+            Location::S3 {
+                bucket: "bucket".into(),
+                key: "dir/a.parquet".into()
+            }
+        );
+        assert!(parse_table("a=gs://bucket/a.parquet").is_err());
+    }
+
+    #[test]
+    fn exit_codes_by_fault() {
+        assert_eq!(code_of(&DataFusionError::Plan("x".into())), exit::BAD_INPUT);
+        assert_eq!(
+            code_of(&DataFusionError::Execution(
+                "anonymize(): privacy model cannot be satisfied: k".into()
+            )),
+            exit::UNSATISFIABLE
+        );
+        assert_eq!(
+            code_of(&DataFusionError::ResourcesExhausted("x".into())),
+            exit::IO
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! `kanon sql` on the real binary, run from the repository root.
+#![cfg(feature = "sql")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn kanon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kanon"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("kanon runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+const ADULT: &str = "adult=data/adult/adult.parquet";
+
+#[test]
+fn prints_a_query_over_anonymize() {
+    let o = kanon(&[
+        "sql",
+        "SELECT count(*) AS n FROM anonymize('adult', 'config = \"configs/adult.toml\"')",
+        "--table",
+        ADULT,
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("| 30162 |"), "{out}");
+    assert!(out.contains("(1 rows)"), "{out}");
+}
+
+#[test]
+fn writes_the_result_to_parquet_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("release.parquet");
+    let query = "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 20')";
+    let o = kanon(&[
+        "sql",
+        query,
+        "--table",
+        ADULT,
+        "--output",
+        dest.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("30162 rows"), "{out}");
+    let file = std::fs::File::open(&dest).unwrap();
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let meta = reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .cloned()
+        .unwrap_or_default();
+    assert!(meta
+        .iter()
+        .any(|kv| kv.key == "kanon.command" && kv.value.as_deref() == Some("sql")));
+    // The query text stays out of the published file.
+    assert!(!meta
+        .iter()
+        .any(|kv| kv.value.as_deref().is_some_and(|v| v.contains("anonymize"))));
+    let age = reader
+        .schema()
+        .field_with_name("age")
+        .unwrap()
+        .data_type()
+        .clone();
+    assert!(
+        matches!(age, arrow::datatypes::DataType::Dictionary(_, _)),
+        "{age}"
+    );
+    let rows: usize = reader.build().unwrap().map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 30162);
+
+    // An existing output is kept unless --overwrite.
+    let o = kanon(&[
+        "sql",
+        query,
+        "--table",
+        ADULT,
+        "--output",
+        dest.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("already exists; pass --overwrite"));
+}
+
+#[test]
+fn a_failed_query_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("release.parquet");
+    let o = kanon(&[
+        "sql",
+        "SELECT * FROM anonymize('sample', 'config = \"configs/adult.toml\", k = 1000')",
+        "--table",
+        "sample=data/adult/adult-sample.csv",
+        "--delimiter",
+        ";",
+        "--output",
+        dest.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}\n{err}");
+    assert!(err.contains("privacy model cannot be satisfied"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn csv_tables_and_risk() {
+    let o = kanon(&[
+        "sql",
+        "SELECT rows, smallest_class FROM kanon_risk('sample', 'config = \"configs/adult.toml\"')",
+        "--table",
+        "sample=data/adult/adult-sample.csv",
+        "--delimiter",
+        ";",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("| 500  | 1              |"), "{out}");
+}
+
+#[test]
+fn bad_input_is_exit_2_with_a_message() {
+    let o = kanon(&[
+        "sql",
+        "SELECT * FROM anonymize('nobody', 'k = 2, qi = \"a\"')",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("table 'nobody' not found"),
+        "{}",
+        text(&o).1
+    );
+    let o = kanon(&["sql", "SELECT 1", "--table", "x=missing.parquet"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("no such file or directory"));
+}
+
+/// Every front end drives the same pipeline: the release of `kanon sql` is
+/// the release of `kanon anonymize`, row for row, in the same order.
+#[test]
+fn sql_and_anonymize_publish_the_same_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let cli = dir.path().join("cli.parquet");
+    let sql = dir.path().join("sql.parquet");
+    let o = kanon(&[
+        "anonymize",
+        "--config",
+        "configs/adult.toml",
+        "--k",
+        "20",
+        "--output",
+        cli.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let o = kanon(&[
+        "sql",
+        "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 20')",
+        "--table",
+        ADULT,
+        "--output",
+        sql.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let read = |p: &Path| {
+        let f = std::fs::File::open(p).unwrap();
+        let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .build()
+            .unwrap();
+        let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+        arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    let (a, b) = (read(&cli), read(&sql));
+    assert_eq!(a.num_rows(), 30162);
+    let names = |s: &arrow::datatypes::Schema| {
+        s.fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&a.schema()), names(&b.schema()));
+    // Values compared as strings: dictionaries may be laid out differently
+    // by batch boundaries, and DataFusion reads Parquet strings as Utf8View.
+    let plain = |c: &arrow::array::ArrayRef| {
+        arrow::compute::cast(c, &arrow::datatypes::DataType::Utf8).unwrap()
+    };
+    for (x, y) in a.columns().iter().zip(b.columns()) {
+        let (x, y) = (plain(x), plain(y));
+        assert_eq!(&x, &y);
+    }
+}
