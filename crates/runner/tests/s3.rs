@@ -5,7 +5,7 @@
 //! multipart upload), a missing bucket, rejected credentials.
 //!
 //! Skipped with a printed reason when `moto_server` is not installed and
-//! `CI` is not set (`pip install "moto[server]"`, see docs/ci/runner.sh);
+//! `CI` is not set (`pip install "moto[server]"`, see .ci/run);
 //! in CI a missing server fails.
 
 mod common;
@@ -410,4 +410,49 @@ fn credentials_from_a_profile_file() {
         ]));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(stderr(&o).contains("profile `elsewhere`"), "{}", show(&o));
+}
+
+/// `kanon sql` reads a table from a bucket prefix and commits its result to
+/// the bucket through the same atomic writer; a failing query leaves no
+/// object and no multipart upload behind.
+#[cfg(feature = "sql")]
+#[test]
+fn sql_over_a_bucket_table_into_the_bucket() {
+    let Some(m) = Moto::start() else { return };
+    m.create_bucket("lake");
+    upload_adult(&m, "lake", "adult/");
+    let o = run(m.kanon().args([
+        "sql",
+        "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\"')",
+        "--table",
+        "adult=s3://lake/adult/",
+        "--output",
+        "s3://lake/releases/sql.parquet",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stdout(&o).contains("30162 rows"), "{}", show(&o));
+    assert!(m.pending_uploads("lake").is_empty());
+    let release = read_parquet_bytes(m.get("lake", "releases/sql.parquet"));
+    assert_eq!(release.num_rows(), 30162);
+    assert!(!stderr(&o).contains(SECRET) && !stdout(&o).contains(SECRET));
+    let o = run(m.kanon().args([
+        "verify",
+        "-c",
+        "configs/adult.toml",
+        "-i",
+        "s3://lake/releases/sql.parquet",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+
+    let o = run(m.kanon().args([
+        "sql",
+        "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 100000')",
+        "--table",
+        "adult=s3://lake/adult/",
+        "--output",
+        "s3://lake/releases/impossible.parquet",
+    ]));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    assert!(m.keys("lake", "releases/impossible").is_empty());
+    assert!(m.pending_uploads("lake").is_empty());
 }

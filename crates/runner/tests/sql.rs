@@ -93,7 +93,7 @@ fn writes_the_result_to_parquet_atomically() {
         "--output",
         dest.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(5), "exit 5: the output exists");
     assert!(text(&o).1.contains("already exists; pass --overwrite"));
 }
 

@@ -67,14 +67,20 @@ pub const NAMES: &[&str] = &[
     "l-clustering",
 ];
 
-/// The algorithm a job names, with its parameters parsed.
+/// The algorithm a job names, with its parameters parsed; run block by
+/// block as [`partitioned::wrap`] decides.
 ///
 /// # Errors
 /// [`Error::Spec`] for an unknown name or bad parameters.
 pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
-    if let Some(blockwise) = partitioned::wrap(spec)? {
-        return Ok(blockwise);
+    match partitioned::wrap(spec)? {
+        Some(blockwise) => Ok(blockwise),
+        None => whole_table(spec),
     }
+}
+
+/// The algorithm a job names, run on whatever table it is given.
+pub(crate) fn whole_table(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
     let a = &spec.algorithm;
     match a.name.as_str() {
         "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),

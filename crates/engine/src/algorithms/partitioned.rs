@@ -48,7 +48,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::algorithms::{by_name, details, Algorithm, Context, Outcome};
+use crate::algorithms::{details, whole_table, Algorithm, Context, Outcome};
 use crate::encode::{EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
 use crate::partition::{Partition, SUPPRESSED};
@@ -82,29 +82,49 @@ pub enum BlockCut {
 /// `block_size`.
 pub const GLOBAL_RECODING: &[&str] = &["datafly", "incognito", "heuristic-min"];
 
-/// Wraps the job's algorithm in [`Partitioned`] when its `[algorithm]`
-/// section sets [`BLOCK_SIZE`]; `None` otherwise.
+/// Rows per block when a job does not set [`BLOCK_SIZE`]. Chosen by
+/// measurement (RESULTS.md, "Cost of partitioning"): on Adult at k = 10,
+/// Mondrian, SBC, KACA and L-clustering in blocks of this size stay within
+/// 5 % (relative) of the NCP of their whole-table runs, while blocks keep
+/// the quadratic clustering algorithms at a fraction of a second each.
+pub const DEFAULT_BLOCK_SIZE: usize = 10_000;
+
+/// A job that does not set [`BLOCK_SIZE`] runs on the whole table up to this
+/// many active rows and in blocks of [`DEFAULT_BLOCK_SIZE`] beyond: below
+/// it, the whole-table run of every local-recoding algorithm takes seconds
+/// (BENCHMARKS.md, "Default block size") and loses no information to the
+/// cuts.
+pub const AUTO_PARTITION_ROWS: usize = 100_000;
+
+/// Wraps the job's algorithm in [`Partitioned`]: with the job's
+/// [`BLOCK_SIZE`] when it sets one (`0`: the whole table, whatever its
+/// size), else, for a local-recoding algorithm, with
+/// [`DEFAULT_BLOCK_SIZE`] on tables of more than [`AUTO_PARTITION_ROWS`]
+/// active rows. Global-recoding algorithms without `block_size` are not
+/// wrapped.
 ///
 /// # Errors
-/// [`Error::Spec`] for a block size that is not a positive whole number, for
-/// a global-recoding algorithm, or whatever building the inner algorithm
-/// reports.
+/// [`Error::Spec`] for a block size that is not a whole number, for a
+/// global-recoding algorithm with a block size, or whatever building the
+/// inner algorithm reports.
 pub fn wrap(spec: &JobSpec) -> Result<Option<Box<dyn Algorithm>>> {
-    let Some(value) = spec.algorithm.params.get(BLOCK_SIZE) else {
-        return Ok(None);
-    };
-    let block_size = value
-        .as_u64()
-        .filter(|&b| b >= 1)
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or_else(|| {
-            Error::spec(
-                "algorithm.block_size",
-                "must be a whole number of rows, at least 1 (e.g. 10000); leave it out to run on the whole table",
-            )
-        })?;
     let name = spec.algorithm.name.as_str();
-    if GLOBAL_RECODING.contains(&name) {
+    let block_size = match spec.algorithm.params.get(BLOCK_SIZE) {
+        None if GLOBAL_RECODING.contains(&name) => return Ok(None),
+        None => None,
+        Some(value) => Some(
+            value
+                .as_u64()
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(|| {
+                    Error::spec(
+                        "algorithm.block_size",
+                        "must be a whole number of rows (e.g. 10000), or 0 to run on the whole table",
+                    )
+                })?,
+        ),
+    };
+    if block_size.is_some_and(|b| b > 0) && GLOBAL_RECODING.contains(&name) {
         return Err(Error::spec(
             "algorithm.block_size",
             format!(
@@ -124,10 +144,14 @@ pub fn wrap(spec: &JobSpec) -> Result<Option<Box<dyn Algorithm>>> {
     let mut inner_spec = spec.clone();
     inner_spec.algorithm.params.remove(BLOCK_SIZE);
     inner_spec.algorithm.params.remove(BLOCK_CUT);
-    let inner = by_name(&inner_spec)?;
-    Ok(Some(Box::new(
-        Partitioned::new(inner, inner_spec, block_size).with_rule(rule),
-    )))
+    let inner = whole_table(&inner_spec)?;
+    let blockwise = match block_size {
+        Some(0) => Partitioned::new(inner, inner_spec, usize::MAX).whole_table_up_to(usize::MAX),
+        Some(b) => Partitioned::new(inner, inner_spec, b),
+        None => Partitioned::new(inner, inner_spec, DEFAULT_BLOCK_SIZE)
+            .whole_table_up_to(AUTO_PARTITION_ROWS),
+    };
+    Ok(Some(Box::new(blockwise.with_rule(rule))))
 }
 
 /// A local-recoding algorithm run block by block (see the module docs).
@@ -137,6 +161,9 @@ pub struct Partitioned {
     inner_spec: JobSpec,
     block_size: usize,
     rule: BlockCut,
+    /// Tables with at most this many active rows go to `inner` unchanged,
+    /// with its own details (the default of jobs without `block_size`).
+    whole_table_up_to: Option<usize>,
 }
 
 impl Partitioned {
@@ -148,7 +175,15 @@ impl Partitioned {
             inner_spec,
             block_size: block_size.max(1),
             rule: BlockCut::default(),
+            whole_table_up_to: None,
         }
+    }
+
+    /// Runs `inner` on the whole table, as if unwrapped, when the table has
+    /// at most `rows` active rows.
+    pub fn whole_table_up_to(mut self, rows: usize) -> Self {
+        self.whole_table_up_to = Some(rows);
+        self
     }
 
     /// Chooses how regions are cut.
@@ -180,6 +215,12 @@ impl Algorithm for Partitioned {
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
         ctx.privacy.check_feasible(ctx.table)?;
         let rows = ctx.table.active_rows();
+        if self.whole_table_up_to.is_some_and(|w| rows.len() <= w) {
+            return self.inner.run(&Context {
+                spec: &self.inner_spec,
+                ..*ctx
+            });
+        }
         let t = Instant::now();
         if rows.len() <= self.block_size {
             let outcome = self.inner.run(&Context {
@@ -554,6 +595,7 @@ impl Blocks<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::by_name;
     use crate::encode::QiTable;
     use crate::privacy::PrivacyModel;
     use crate::verify::verify_partition;
@@ -761,7 +803,7 @@ mod tests {
     fn bad_block_sizes_and_global_recoding_are_refused() {
         let (spec, _) = random_table(8, 10);
         for bad in [
-            serde_json::json!(0),
+            serde_json::json!(1.5),
             serde_json::json!(-5),
             serde_json::json!("big"),
         ] {
@@ -822,5 +864,56 @@ mod tests {
         assert_eq!(out.details["partitioned"]["blocks"], 1);
         assert_eq!(out.details["partitioned"]["block_rows_max"], 100);
         verify_partition(&table, &out.partition, &privacy).unwrap();
+    }
+
+    #[test]
+    fn the_default_runs_small_tables_whole_and_large_ones_in_blocks() {
+        let (spec, table) = random_table(21, 3_000);
+        let privacy = Privacy::k_anonymity(5);
+        for algorithm in ["mondrian", "sbc"] {
+            // No block_size: the whole table, exactly as the bare algorithm.
+            let default = run(&with(&spec, algorithm, None), &table, &privacy).unwrap();
+            assert!(default.details.get("partitioned").is_none(), "{algorithm}");
+            let zero = run(&with(&spec, algorithm, Some(0)), &table, &privacy).unwrap();
+            let bare = whole_table(&spec_named(&spec, algorithm))
+                .unwrap()
+                .run(&Context {
+                    table: &table,
+                    classes: &EquivalenceClasses::of(&table),
+                    privacy: &privacy,
+                    spec: &spec_named(&spec, algorithm),
+                })
+                .unwrap();
+            assert_eq!(default.partition, bare.partition, "{algorithm}");
+            assert_eq!(zero.partition, bare.partition, "{algorithm}");
+        }
+        // Above the threshold the default cuts into blocks of the default
+        // size (a smaller threshold and size stand in for the constants).
+        let inner = whole_table(&spec).unwrap();
+        let auto = Partitioned::new(inner, spec.clone(), 1_000).whole_table_up_to(2_000);
+        let classes = EquivalenceClasses::of(&table);
+        let out = auto
+            .run(&Context {
+                table: &table,
+                classes: &classes,
+                privacy: &privacy,
+                spec: &spec,
+            })
+            .unwrap();
+        verify_partition(&table, &out.partition, &privacy).unwrap();
+        assert!(out.details["partitioned"]["blocks"].as_u64().unwrap() >= 3);
+        // Global recoding without block_size is not wrapped; 0 is accepted
+        // (this table lacks the hierarchies Incognito needs: its own error).
+        assert!(wrap(&with(&spec, "incognito", None)).unwrap().is_none());
+        let err = run(&with(&spec, "incognito", Some(0)), &table, &privacy)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs a hierarchy"), "{err}");
+    }
+
+    fn spec_named(spec: &JobSpec, algorithm: &str) -> JobSpec {
+        let mut s = spec.clone();
+        s.algorithm.name = algorithm.to_string();
+        s
     }
 }

@@ -179,7 +179,7 @@ impl Moto {
             .unwrap_or(false);
         if !installed {
             if std::env::var_os("CI").is_some() {
-                panic!("moto_server is not installed but CI is set: install it with `pip install \"moto[server]\"` (see docs/ci/runner.sh)");
+                panic!("moto_server is not installed but CI is set: install it with `pip install \"moto[server]\"` (see .ci/run)");
             }
             eprintln!("SKIPPED: moto_server is not installed (pip install \"moto[server]\"); S3 test not run");
             return None;
