@@ -307,6 +307,18 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             "  loss          NCP {:.4}, granularity {:.4}, distortion ratio {:.4}",
             r.ncp, r.granularity, r.distortion_ratio
         );
+        if let Some(p) = result.details.get("partitioned") {
+            let f = |key: &str| p.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0);
+            println!(
+                "  blocks        {} of {}-{} rows (partition {:.3} s, blocks {:.3} s, union {:.3} s)",
+                f("blocks"),
+                f("block_rows_min"),
+                f("block_rows_max"),
+                f("partition_s"),
+                f("blocks_s"),
+                f("union_s")
+            );
+        }
         if files.len() > 1 {
             println!("  files         {} ({} bytes)", files.len(), bytes_out);
         }

@@ -113,6 +113,39 @@ fn the_bundled_adult_job_runs_and_verifies() {
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
 }
 
+/// A block-wise run says so in the summary: blocks, their size range and
+/// the time of each phase (issue 10).
+#[test]
+fn block_wise_runs_report_their_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.parquet");
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--set",
+            "algorithm.block_size=10000",
+            "-o",
+        ])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.trim_start().starts_with("blocks"))
+        .unwrap_or_else(|| panic!("no blocks line:\n{}", show(&o)))
+        .to_string();
+    assert!(line.contains(" rows (partition "), "{line}");
+    let blocks: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(blocks >= 3, "{line}");
+    // The default on a table this small is the whole table: no blocks line.
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "--overwrite", "-o"])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!stdout(&o).contains("  blocks "), "{}", show(&o));
+}
+
 #[test]
 fn same_input_job_and_seed_give_identical_bytes() {
     let dir = tempfile::tempdir().unwrap();
