@@ -243,7 +243,7 @@ impl Trie {
             let key: Vec<u32> = table
                 .sensitive()
                 .iter()
-                .map(|s| s.codes()[r as usize])
+                .map(|s| s.codes().get(r as usize))
                 .collect();
             let next = bucket_ids.len() as u32;
             bucket_of_row[r as usize] = *bucket_ids.entry(key).or_insert(next);
