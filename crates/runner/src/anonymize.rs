@@ -207,9 +207,12 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let t = Instant::now();
     let recoder = Recoder::new(spec, &qi, &result.partition);
     drop(qi);
-    let out_schema = recoder.output_schema(&dataset.schema);
     let mut options = options;
     options.metadata = provenance(spec, &result, rows_in, fingerprint.as_deref());
+    // Pass 2 needs the recoder only: free the partition (a group per row,
+    // the cells of every group) before the release verifier fills up.
+    drop(result.partition);
+    let out_schema = recoder.output_schema(&dataset.schema);
     let mut verifier =
         ReleaseVerifier::try_new(spec, &out_schema).context("cannot check the release")?;
     dataset.check_unchanged(&storage)?;
