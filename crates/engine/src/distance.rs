@@ -379,10 +379,10 @@ mod tests {
             let u = UncertaintyLoss::new(&t, through);
             for q in 0..u.n_attrs() {
                 let col = &t.columns()[q];
-                let mut span = u.leaf_span(q, col.codes()[0]);
+                let mut span = u.leaf_span(q, col.codes().get(0));
                 assert_eq!(u.span_loss(q, &span), 0.0);
                 for r in 1..t.n_rows() {
-                    let code = col.codes()[r];
+                    let code = col.codes().get(r);
                     let predicted = u.join_code_loss(q, &span, code);
                     let mut grown = span.clone();
                     u.add_code(q, &mut grown, code);
@@ -411,12 +411,12 @@ mod tests {
         let u = UncertaintyLoss::new(&t, true);
         let zip = &t.columns()[1];
         let h = zip.hierarchy().unwrap();
-        let mut span = u.leaf_span(1, zip.codes()[2]); // 12532
-        u.add_code(1, &mut span, zip.codes()[4]); // 12533
+        let mut span = u.leaf_span(1, zip.codes().get(2)); // 12532
+        u.add_code(1, &mut span, zip.codes().get(4)); // 12533
         assert_eq!(zip.cell_label(&u.cell(&span)), "1253*");
         // 1253* covers 2 of the 5 zip codes: (2-1)/(5-1).
         assert!((u.span_loss(1, &span) - 0.25).abs() < 1e-12);
-        u.add_code(1, &mut span, zip.codes()[1]); // 12552
+        u.add_code(1, &mut span, zip.codes().get(1)); // 12552
         assert_eq!(
             h.label(NodeId(match span {
                 Span::Node(n) => n,
@@ -425,8 +425,8 @@ mod tests {
             "125**"
         );
         let flexible = UncertaintyLoss::new(&t, false);
-        let mut set = flexible.leaf_span(1, zip.codes()[2]);
-        flexible.add_code(1, &mut set, zip.codes()[4]);
+        let mut set = flexible.leaf_span(1, zip.codes().get(2));
+        flexible.add_code(1, &mut set, zip.codes().get(4));
         assert_eq!(zip.cell_label(&flexible.cell(&set)), "{12532,12533}");
     }
 }

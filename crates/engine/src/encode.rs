@@ -1,7 +1,9 @@
 //! Encoding: record batches to a columnar [`QiTable`] of dense codes, and its
 //! [`EquivalenceClasses`].
 //!
-//! Every QI becomes one `u32` code per row:
+//! Every QI becomes one code per row, stored as `u8`, `u16` or `u32` by the
+//! column's number of codes ([`Codes`]; narrow already while batches stream
+//! in, so encoding never holds `u32` columns it does not need):
 //! - with a hierarchy (file, intervals or masking) the code is the value's
 //!   leaf in the hierarchy, so hierarchy operations apply to codes directly;
 //! - without one (flexible generalisation) the code is the value's rank among
@@ -21,6 +23,7 @@ use arrow::datatypes::{ArrowDictionaryKeyType, DataType, Schema};
 use arrow::downcast_dictionary_array;
 use rustc_hash::FxHashMap;
 
+use crate::codes::{with_codes, Codes, CodesBuilder};
 use crate::error::{Error, Result};
 use crate::hierarchy::{Hierarchy, NodeId};
 use crate::spec::{AttributeSpec, GeneralisationSpec, JobSpec, Kind, NullPolicy, Role};
@@ -31,7 +34,7 @@ pub struct QiColumn {
     name: String,
     kind: Kind,
     weight: f64,
-    codes: Vec<u32>,
+    codes: Codes,
     hierarchy: Option<Arc<Hierarchy>>,
     /// Label of every code (the hierarchy's leaf labels, or the distinct values).
     labels: Arc<[String]>,
@@ -64,7 +67,7 @@ impl QiColumn {
     }
 
     /// The code of every row (rows excluded by a null policy hold code 0).
-    pub fn codes(&self) -> &[u32] {
+    pub fn codes(&self) -> &Codes {
         &self.codes
     }
 
@@ -126,7 +129,7 @@ impl QiColumn {
 #[derive(Debug, Clone)]
 pub struct SensitiveColumn {
     name: String,
-    codes: Vec<u32>,
+    codes: Codes,
     labels: Arc<[String]>,
 }
 
@@ -136,7 +139,7 @@ impl SensitiveColumn {
         &self.name
     }
     /// Code of every row.
-    pub fn codes(&self) -> &[u32] {
+    pub fn codes(&self) -> &Codes {
         &self.codes
     }
     /// Number of distinct values.
@@ -193,7 +196,20 @@ impl QiTable {
     }
     /// The codes of one row, one per QI.
     pub fn row(&self, row: u32) -> impl Iterator<Item = u32> + '_ {
-        self.columns.iter().map(move |c| c.codes[row as usize])
+        self.columns.iter().map(move |c| c.codes.get(row as usize))
+    }
+
+    /// Heap bytes of the table's per-row data: the QI and sensitive codes
+    /// and the excluded rows, i.e. what grows with the number of rows
+    /// (per-code data such as labels, counts and hierarchies is left out).
+    /// The size of the working set that front ends report.
+    pub fn heap_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| c.codes.heap_bytes())
+            .chain(self.sensitive.iter().map(|s| s.codes.heap_bytes()))
+            .sum::<usize>()
+            + self.excluded.capacity() * std::mem::size_of::<u32>()
     }
 
     /// Builds a table directly from columns of values (tests, examples, and
@@ -245,7 +261,7 @@ impl QiTable {
                 name: c.name.clone(),
                 kind: c.kind,
                 weight: c.weight,
-                codes: rows.iter().map(|&r| c.codes[r as usize]).collect(),
+                codes: c.codes.gather(rows),
                 hierarchy: c.hierarchy.clone(),
                 labels: c.labels.clone(),
                 values: c.values.clone(),
@@ -261,7 +277,7 @@ impl QiTable {
             .iter()
             .map(|s| SensitiveColumn {
                 name: s.name.clone(),
-                codes: rows.iter().map(|&r| s.codes[r as usize]).collect(),
+                codes: s.codes.gather(rows),
                 labels: s.labels.clone(),
             })
             .collect();
@@ -299,7 +315,7 @@ struct ColumnEncoder {
     kind: Kind,
     generalisation: GeneralisationSpec,
     dict: Dictionary,
-    codes: Vec<u32>,
+    codes: CodesBuilder,
     nulls: usize,
     missing: usize,
     unparsable: usize,
@@ -426,7 +442,7 @@ impl Encoder {
                 kind,
                 generalisation,
                 dict,
-                codes: Vec::new(),
+                codes: CodesBuilder::default(),
                 nulls: 0,
                 missing: 0,
                 unparsable: 0,
@@ -518,7 +534,18 @@ impl Encoder {
     }
 }
 
-const NULL_CODE: u32 = u32::MAX;
+const NULL_CODE: u32 = crate::codes::NULL;
+
+/// What a column's dictionary becomes when encoding finishes: the label and
+/// numeric value of every final code, the hierarchy, and the rank that turns
+/// provisional codes (order of first appearance) into final ones (value
+/// order); no rank when they are final already (hierarchy leaves).
+type Dictionaries = (
+    Arc<[String]>,
+    Option<Arc<[f64]>>,
+    Option<Arc<Hierarchy>>,
+    Option<Vec<u32>>,
+);
 
 impl ColumnEncoder {
     fn encode(&mut self, array: &ArrayRef) -> Result<()> {
@@ -529,7 +556,7 @@ impl ColumnEncoder {
             );
         }
         let codes = self.provisional_codes(array)?;
-        self.codes.extend(codes);
+        self.codes.extend(&codes);
         Ok(())
     }
 
@@ -538,14 +565,17 @@ impl ColumnEncoder {
         array: &DictionaryArray<K>,
     ) -> Result<()> {
         let value_codes = self.provisional_codes(array.values())?;
-        for i in 0..array.len() {
-            if array.is_null(i) {
-                self.codes.push(NULL_CODE);
-            } else {
-                let k = arrow::datatypes::ArrowNativeType::as_usize(array.keys().value(i));
-                self.codes.push(value_codes[k]);
-            }
-        }
+        let codes: Vec<u32> = (0..array.len())
+            .map(|i| {
+                if array.is_null(i) {
+                    NULL_CODE
+                } else {
+                    let k = arrow::datatypes::ArrowNativeType::as_usize(array.keys().value(i));
+                    value_codes[k]
+                }
+            })
+            .collect();
+        self.codes.extend(&codes);
         Ok(())
     }
 
@@ -672,17 +702,12 @@ impl ColumnEncoder {
                 ),
             ));
         }
-        let mut codes = self.codes;
-        let (labels, values, hierarchy): (
-            Arc<[String]>,
-            Option<Arc<[f64]>>,
-            Option<Arc<Hierarchy>>,
-        ) = match self.dict {
+        let (labels, values, hierarchy, rank): Dictionaries = match self.dict {
             Dictionary::Leaves(h) => {
                 let labels: Vec<String> = (0..h.leaf_count() as u32)
                     .map(|l| h.label(NodeId(l)).to_string())
                     .collect();
-                (labels.into(), None, Some(h))
+                (labels.into(), None, Some(h), None)
             }
             Dictionary::Numbers(_, values) => {
                 let mut order: Vec<u32> = (0..values.len() as u32).collect();
@@ -691,7 +716,6 @@ impl ColumnEncoder {
                 for (r, &o) in order.iter().enumerate() {
                     rank[o as usize] = r as u32;
                 }
-                remap(&mut codes, &rank);
                 let sorted: Vec<f64> = order.iter().map(|&o| values[o as usize]).collect();
                 let hierarchy = match (&self.generalisation, is_qi) {
                     (GeneralisationSpec::Intervals(levels), true) => Some(Arc::new(
@@ -705,7 +729,7 @@ impl ColumnEncoder {
                         .collect(),
                     None => sorted.iter().map(|v| format_number(*v)).collect(),
                 };
-                (labels.into(), Some(sorted.into()), hierarchy)
+                (labels.into(), Some(sorted.into()), hierarchy, Some(rank))
             }
             Dictionary::Strings(_, values) => {
                 let mut order: Vec<u32> = (0..values.len() as u32).collect();
@@ -714,7 +738,6 @@ impl ColumnEncoder {
                 for (r, &o) in order.iter().enumerate() {
                     rank[o as usize] = r as u32;
                 }
-                remap(&mut codes, &rank);
                 let sorted: Vec<String> =
                     order.iter().map(|&o| values[o as usize].clone()).collect();
                 let hierarchy = match (&self.generalisation, is_qi) {
@@ -726,17 +749,14 @@ impl ColumnEncoder {
                     _ => None,
                 };
                 // Masking sorts its leaves the same way, so leaf code == rank.
-                (sorted.into(), None, hierarchy)
+                (sorted.into(), None, hierarchy, Some(rank))
             }
         };
         // A null sensitive value is a value of its own (shown empty): folding
         // it into code 0 would merge it with a real value and miscount
         // l-diversity. (Null QIs are excluded rows, handled above.)
-        let (labels, values) = if !is_qi && codes.contains(&NULL_CODE) {
-            let null_code = labels.len() as u32;
-            for c in codes.iter_mut().filter(|c| **c == NULL_CODE) {
-                *c = null_code;
-            }
+        let null_code = (!is_qi && self.codes.has_nulls()).then_some(labels.len() as u32);
+        let (labels, values) = if null_code.is_some() {
             let mut labels = labels.to_vec();
             labels.push(String::new());
             let values = values.map(|v| {
@@ -748,16 +768,20 @@ impl ColumnEncoder {
         } else {
             (labels, values)
         };
+        // Final codes, counted, in the column's final width; a null QI
+        // (an excluded row) holds code 0 and is not counted.
         let mut counts = vec![0u32; labels.len()];
+        let codes = self.codes.finish(labels.len(), |provisional| {
+            let code = match (provisional, null_code) {
+                (Some(p), _) => rank.as_ref().map_or(p, |rank| rank[p as usize]),
+                (None, Some(null)) => null,
+                (None, None) => return 0,
+            };
+            counts[code as usize] += 1;
+            code
+        });
         let mut min = f64::INFINITY;
         let mut max = f64::NEG_INFINITY;
-        for c in codes.iter_mut() {
-            if *c == NULL_CODE {
-                *c = 0;
-            } else {
-                counts[*c as usize] += 1;
-            }
-        }
         if let Some(v) = &values {
             for (c, &n) in counts.iter().enumerate() {
                 if n > 0 {
@@ -793,14 +817,6 @@ impl ColumnEncoder {
     }
 }
 
-fn remap(codes: &mut [u32], rank: &[u32]) {
-    for c in codes.iter_mut() {
-        if *c != NULL_CODE {
-            *c = rank[*c as usize];
-        }
-    }
-}
-
 /// Formats a number as the release shows it: integers without a fraction.
 pub fn format_number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
@@ -826,6 +842,11 @@ pub struct EquivalenceClasses {
 /// Marks a row that belongs to no class (excluded by a null policy).
 pub const NO_CLASS: u32 = u32::MAX;
 
+/// Rows whose keys [`EquivalenceClasses::of_rows`] builds together: enough
+/// to amortise the match on each column's code width, small enough that the
+/// keys stay in the L1 cache (16 KiB of `u128`).
+const KEY_CHUNK: usize = 1024;
+
 impl EquivalenceClasses {
     /// Groups the active rows of `table` by their QI codes.
     pub fn of(table: &QiTable) -> Self {
@@ -834,11 +855,14 @@ impl EquivalenceClasses {
     }
 
     /// Groups the given rows of `table` by their QI codes.
+    ///
+    /// Rows are read in chunks of `KEY_CHUNK` (1024), column by column, so each
+    /// column's code width is matched once per chunk rather than per code;
+    /// a class's key is allocated once, when the class is found.
     pub fn of_rows(table: &QiTable, rows: &[u32]) -> Self {
         let n_qi = table.n_qi();
-        let cols: Vec<&[u32]> = table.columns().iter().map(|c| c.codes()).collect();
-        let bits: Vec<u32> = table
-            .columns()
+        let columns = table.columns();
+        let bits: Vec<u32> = columns
             .iter()
             .map(|c| 32 - (c.domain_size().max(2) as u32 - 1).leading_zeros())
             .collect();
@@ -848,29 +872,53 @@ impl EquivalenceClasses {
         let mut assign = |r: u32, class: u32, fresh: bool| {
             class_of_row[r as usize] = class;
             if fresh {
-                tuples.extend(cols.iter().map(|c| c[r as usize]));
+                tuples.extend(columns.iter().map(|c| c.codes.get(r as usize)));
                 sizes.push(0);
             }
             sizes[class as usize] += 1;
         };
         if bits.iter().sum::<u32>() <= 128 {
             let mut map: FxHashMap<u128, u32> = FxHashMap::default();
-            for &r in rows {
-                let mut key = 0u128;
-                for (c, b) in cols.iter().zip(&bits) {
-                    key = (key << b) | c[r as usize] as u128;
+            let mut keys = vec![0u128; KEY_CHUNK.min(rows.len())];
+            for chunk in rows.chunks(KEY_CHUNK) {
+                let keys = &mut keys[..chunk.len()];
+                keys.fill(0);
+                for (col, &b) in columns.iter().zip(&bits) {
+                    with_codes!(col.codes, |c| {
+                        for (key, &r) in keys.iter_mut().zip(chunk) {
+                            *key = (*key << b) | u128::from(u32::from(c[r as usize]));
+                        }
+                    });
                 }
-                let next = map.len() as u32;
-                let class = *map.entry(key).or_insert(next);
-                assign(r, class, class == next);
+                for (&key, &r) in keys.iter().zip(chunk) {
+                    let next = map.len() as u32;
+                    let class = *map.entry(key).or_insert(next);
+                    assign(r, class, class == next);
+                }
             }
         } else {
-            let mut map: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
-            for &r in rows {
-                let key: Vec<u32> = cols.iter().map(|c| c[r as usize]).collect();
-                let next = map.len() as u32;
-                let class = *map.entry(key).or_insert(next);
-                assign(r, class, class == next);
+            let mut map: FxHashMap<Box<[u32]>, u32> = FxHashMap::default();
+            let mut keys = vec![0u32; KEY_CHUNK.min(rows.len()) * n_qi];
+            for chunk in rows.chunks(KEY_CHUNK) {
+                let keys = &mut keys[..chunk.len() * n_qi];
+                for (q, col) in columns.iter().enumerate() {
+                    with_codes!(col.codes, |c| {
+                        for (i, &r) in chunk.iter().enumerate() {
+                            keys[i * n_qi + q] = u32::from(c[r as usize]);
+                        }
+                    });
+                }
+                for (key, &r) in keys.chunks_exact(n_qi).zip(chunk) {
+                    let (class, fresh) = match map.get(key) {
+                        Some(&class) => (class, false),
+                        None => {
+                            let class = map.len() as u32;
+                            map.insert(key.into(), class);
+                            (class, true)
+                        }
+                    };
+                    assign(r, class, fresh);
+                }
             }
         }
         let mut offsets = Vec::with_capacity(sizes.len() + 1);
@@ -967,17 +1015,18 @@ mod tests {
         assert_eq!(t.n_rows(), 6);
         let age = &t.columns()[0];
         assert_eq!(age.kind(), Kind::Numeric);
-        assert_eq!(age.codes(), &[1, 0, 1, 1, 0, 1]);
+        assert_eq!(age.codes().to_vec(), [1, 0, 1, 1, 0, 1]);
+        assert_eq!(age.codes().width(), 1);
         assert_eq!(age.value(1), Some(40.0));
         assert_eq!(age.min_max(), (30.0, 40.0));
         let sex = &t.columns()[1];
         assert_eq!(sex.kind(), Kind::Categorical);
-        assert_eq!(sex.label(sex.codes()[0]), "M");
+        assert_eq!(sex.label(sex.codes().get(0)), "M");
         assert_eq!(sex.distinct(), 2);
         let zip = &t.columns()[2];
         let h = zip.hierarchy().unwrap();
         assert_eq!(
-            h.label(h.lca(NodeId(zip.codes()[0]), NodeId(zip.codes()[1]))),
+            h.label(h.lca(NodeId(zip.codes().get(0)), NodeId(zip.codes().get(1)))),
             "435*"
         );
         assert_eq!(t.sensitive()[0].distinct(), 2);
@@ -1052,6 +1101,87 @@ mod tests {
         assert!(err.contains("1 rows are not numbers"), "{err}");
     }
 
+    /// Classes by brute force: rows with equal codes on every QI, numbered
+    /// by first row.
+    fn classes_by_brute_force(t: &QiTable) -> Vec<u32> {
+        let mut seen: Vec<Vec<u32>> = Vec::new();
+        (0..t.n_rows() as u32)
+            .map(|r| {
+                let tuple: Vec<u32> = t.row(r).collect();
+                match seen.iter().position(|s| *s == tuple) {
+                    Some(c) => c as u32,
+                    None => {
+                        seen.push(tuple);
+                        seen.len() as u32 - 1
+                    }
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn classes_group_equal_rows_with_packed_and_wide_keys() {
+        // 8 QIs of 3 bits pack into one u128; 50 QIs need a key per class.
+        for n_qi in [8, 50] {
+            let names: Vec<String> = (0..n_qi).map(|q| format!("q{q}")).collect();
+            let attributes: Vec<String> = names
+                .iter()
+                .map(|n| format!(r#"{{"name": "{n}", "role": "qi"}}"#))
+                .collect();
+            let s = spec(&format!(r#"{{"attributes": [{}]}}"#, attributes.join(",")));
+            // Few distinct rows, more than one chunk of keys.
+            let values: Vec<Vec<String>> = (0..n_qi)
+                .map(|q| {
+                    (0..2_500usize)
+                        .map(|r| format!("v{}", (r * 7 + q) % 5 * ((r / 3) % 4)))
+                        .collect()
+                })
+                .collect();
+            let columns: Vec<(&str, Vec<&str>)> = names
+                .iter()
+                .zip(&values)
+                .map(|(n, v)| (n.as_str(), v.iter().map(String::as_str).collect()))
+                .collect();
+            let t = QiTable::from_string_columns(&s, &Default::default(), &columns).unwrap();
+            let expected = classes_by_brute_force(&t);
+            let classes = EquivalenceClasses::of(&t);
+            assert_eq!(classes.class_of_row(), expected.as_slice(), "{n_qi} QIs");
+            let n_classes = *expected.iter().max().unwrap() as usize + 1;
+            assert_eq!(classes.len(), n_classes);
+            for c in 0..n_classes {
+                let first = classes.rows(c)[0];
+                assert!(classes.tuple(c).iter().copied().eq(t.row(first)));
+            }
+        }
+    }
+
+    #[test]
+    fn heap_bytes_count_the_narrow_codes() {
+        let s = spec(
+            r#"{"attributes": [{"name": "q", "role": "qi"}, {"name": "d", "role": "sensitive"}]}"#,
+        );
+        let q: Vec<String> = (0..1_000).map(|i| format!("{}", i % 300)).collect();
+        let d: Vec<String> = (0..1_000).map(|i| format!("{}", i % 3)).collect();
+        let t = QiTable::from_string_columns(
+            &s,
+            &Default::default(),
+            &[
+                ("q", q.iter().map(String::as_str).collect()),
+                ("d", d.iter().map(String::as_str).collect()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(t.columns()[0].codes().width(), 2);
+        assert_eq!(t.sensitive()[0].codes().width(), 1);
+        assert_eq!(t.heap_bytes(), 1_000 * 2 + 1_000);
+        let sub = t.restrict(&[3, 1, 4]);
+        assert_eq!(sub.heap_bytes(), 3 * 2 + 3);
+        assert_eq!(
+            sub.columns()[0].codes().get(0),
+            t.columns()[0].codes().get(3)
+        );
+    }
+
     #[test]
     fn null_sensitive_values_are_a_value_of_their_own() {
         let s = spec(
@@ -1069,7 +1199,7 @@ mod tests {
         let t = e.finish().unwrap();
         let d = &t.sensitive()[0];
         assert_eq!(d.distinct(), 3);
-        let codes = d.codes();
+        let codes = d.codes().to_vec();
         assert!(codes[0] != codes[1] && codes[1] != codes[2] && codes[0] != codes[2]);
         assert!(t.excluded().is_empty());
     }

@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod algorithms;
+pub mod codes;
 pub(crate) mod distance;
 pub mod encode;
 pub mod error;

@@ -7,6 +7,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::codes::with_codes;
 use crate::encode::QiTable;
 use crate::generalise::{Cell, GeneralisedTuple};
 use crate::spec::Kind;
@@ -73,11 +74,13 @@ impl Partition {
                 if rows.is_empty() {
                     cells.push(Cell::Suppressed);
                 } else {
-                    let codes = rows.iter().map(|&r| col.codes()[r as usize]);
-                    cells.push(match (numeric, col.kind()) {
-                        (NumericCells::Ranges, Kind::Numeric) => col.flexible_cell_of(codes),
-                        _ => col.cell_of(codes),
-                    });
+                    cells.push(with_codes!(col.codes(), |c| {
+                        let codes = rows.iter().map(|&r| u32::from(c[r as usize]));
+                        match (numeric, col.kind()) {
+                            (NumericCells::Ranges, Kind::Numeric) => col.flexible_cell_of(codes),
+                            _ => col.cell_of(codes),
+                        }
+                    }));
                 }
             }
         }

@@ -86,6 +86,10 @@ pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Res
         spec,
     })?;
     timings.algorithm = t.elapsed();
+    // Only the algorithm reads the classes: free them (a class per row and
+    // every class's rows) before verification and the metrics, which build
+    // what they need.
+    drop(classes);
     let t = Instant::now();
     let verified = verify_partition(table, &outcome.partition, privacy)?;
     timings.verify = t.elapsed();

@@ -14,6 +14,7 @@
 
 use std::fmt::Debug;
 
+use crate::codes::{with_codes, Code};
 use crate::encode::{QiTable, SensitiveColumn};
 use crate::error::{Error, Result};
 use crate::spec::{Diversity, JobSpec};
@@ -421,17 +422,25 @@ fn sensitive_column<'a>(table: &'a QiTable, name: &str) -> Option<&'a SensitiveC
 /// How many times each sensitive value occurs among `rows`: the non-zero
 /// counts, in no particular order.
 pub(crate) fn frequencies(column: &SensitiveColumn, rows: &[u32]) -> Vec<u32> {
-    let codes = column.codes();
-    let d = column.distinct();
+    with_codes!(column.codes(), |codes| frequencies_of(
+        codes,
+        column.distinct(),
+        rows
+    ))
+}
+
+/// [`frequencies`] over codes of one width; `d` is the number of codes.
+fn frequencies_of<T: Code>(codes: &[T], d: usize, rows: &[u32]) -> Vec<u32> {
     if d <= 4096 || d <= 4 * rows.len() {
         let mut counts = vec![0u32; d];
         for &r in rows {
-            counts[codes[r as usize] as usize] += 1;
+            let c: u32 = codes[r as usize].into();
+            counts[c as usize] += 1;
         }
         counts.retain(|&n| n > 0);
         counts
     } else {
-        let mut values: Vec<u32> = rows.iter().map(|&r| codes[r as usize]).collect();
+        let mut values: Vec<T> = rows.iter().map(|&r| codes[r as usize]).collect();
         values.sort_unstable();
         values
             .chunk_by(|a, b| a == b)
@@ -442,21 +451,22 @@ pub(crate) fn frequencies(column: &SensitiveColumn, rows: &[u32]) -> Vec<u32> {
 
 /// Number of distinct values among `rows`, counting no further than `stop`.
 fn distinct_up_to(column: &SensitiveColumn, rows: &[u32], stop: usize) -> usize {
-    let codes = column.codes();
     let d = column.distinct();
     if d <= 4096 || d <= 4 * rows.len() {
         let mut seen = vec![false; d];
         let mut n = 0;
-        for &r in rows {
-            let c = codes[r as usize] as usize;
-            if !seen[c] {
-                seen[c] = true;
-                n += 1;
-                if n >= stop {
-                    break;
+        with_codes!(column.codes(), |codes| {
+            for &r in rows {
+                let c = u32::from(codes[r as usize]) as usize;
+                if !seen[c] {
+                    seen[c] = true;
+                    n += 1;
+                    if n >= stop {
+                        break;
+                    }
                 }
             }
-        }
+        });
         n
     } else {
         frequencies(column, rows).len()
@@ -528,8 +538,10 @@ impl PrivacyModel for DistinctLDiversity {
     }
     fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
         sensitive_column(class.table, &self.column).is_some_and(|col| {
-            let v = col.codes()[row as usize];
-            !class.rows.iter().any(|&r| col.codes()[r as usize] == v)
+            with_codes!(col.codes(), |codes| {
+                let v = codes[row as usize];
+                !class.rows.iter().any(|&r| codes[r as usize] == v)
+            })
         })
     }
     fn check_feasible(&self, table: &QiTable, active: usize, _max_suppressed: usize) -> Result<()> {

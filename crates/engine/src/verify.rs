@@ -14,6 +14,7 @@ use arrow::array::RecordBatch;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use crate::codes::with_codes;
 use crate::encode::{Encoder, EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
 use crate::generalise::Cell;
@@ -92,13 +93,13 @@ pub fn verify_partition(
     }
     // Truthfulness: every published cell covers the row's value.
     for (q, col) in table.columns().iter().enumerate() {
-        let untrue = groups
+        let untrue = with_codes!(col.codes(), |codes| groups
             .iter()
-            .enumerate()
-            .filter(|(r, &g)| {
-                g != SUPPRESSED && !col.covers(&partition.tuple(g as usize)[q], col.codes()[*r])
+            .zip(codes)
+            .filter(|(&g, &c)| {
+                g != SUPPRESSED && !col.covers(&partition.tuple(g as usize)[q], c.into())
             })
-            .count();
+            .count());
         if untrue > 0 {
             return fail(format!(
                 "{untrue} published cells of `{}` do not cover the row's value",

@@ -300,7 +300,11 @@ impl PrivacyModel for DistinctSensitive {
         let Some(s) = class.table.sensitive().first() else {
             return false;
         };
-        let mut v: Vec<u32> = class.rows.iter().map(|&r| s.codes()[r as usize]).collect();
+        let mut v: Vec<u32> = class
+            .rows
+            .iter()
+            .map(|&r| s.codes().get(r as usize))
+            .collect();
         v.sort_unstable();
         v.dedup();
         v.len() >= self.l
@@ -463,7 +467,7 @@ fn scan(table: &QiTable, privacy: &Privacy, loss: &str) -> Scan {
                     .iter()
                     .zip(&hs)
                     .zip(&levels)
-                    .map(|((c, h), &l)| h.level_table(Level(l))[c.codes()[r as usize] as usize])
+                    .map(|((c, h), &l)| h.level_table(Level(l))[c.codes().get(r as usize) as usize])
                     .collect();
                 match classes.iter_mut().find(|(k, _)| *k == key) {
                     Some((_, rows)) => rows.push(r),

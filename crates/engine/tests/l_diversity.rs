@@ -100,7 +100,8 @@ fn class_values(table: &QiTable, partition: &Partition, column: usize) -> Vec<Ve
     let mut classes = vec![Vec::new(); n];
     for (r, &g) in partition.group_of_row().iter().enumerate() {
         if g != SUPPRESSED {
-            classes[class_of_group[g as usize] as usize].push(table.sensitive()[column].codes()[r]);
+            classes[class_of_group[g as usize] as usize]
+                .push(table.sensitive()[column].codes().get(r));
         }
     }
     classes.retain(|c: &Vec<u32>| !c.is_empty());
@@ -168,7 +169,7 @@ fn worked_example_8_paper_answer_is_3_diverse_and_beats_full_domain() {
         vec![table
             .columns()
             .iter()
-            .map(|c| c.cell_of(all.iter().map(|&r| c.codes()[r as usize])))
+            .map(|c| c.cell_of(all.iter().map(|&r| c.codes().get(r as usize))))
             .collect()],
     );
     assert_eq!(

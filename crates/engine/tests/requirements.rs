@@ -188,10 +188,10 @@ fn verify_release_checks_projections_of_labels() {
     let partition = identity(&table);
     let batch = {
         let a: Vec<&str> = (0..table.n_rows() as u32)
-            .map(|r| table.columns()[0].label(table.columns()[0].codes()[r as usize]))
+            .map(|r| table.columns()[0].label(table.columns()[0].codes().get(r as usize)))
             .collect();
         let b: Vec<&str> = (0..table.n_rows() as u32)
-            .map(|r| table.columns()[1].label(table.columns()[1].codes()[r as usize]))
+            .map(|r| table.columns()[1].label(table.columns()[1].codes().get(r as usize)))
             .collect();
         let s = vec!["v"; a.len()];
         let arrays: Vec<(&str, arrow::array::ArrayRef)> = vec![

@@ -81,7 +81,7 @@ impl PrivacyModel for DistinctL {
     }
     fn accepts(&self, class: ClassView<'_>) -> bool {
         let codes = class.table.sensitive()[0].codes();
-        let mut seen: Vec<u32> = class.rows.iter().map(|&r| codes[r as usize]).collect();
+        let mut seen: Vec<u32> = class.rows.iter().map(|&r| codes.get(r as usize)).collect();
         seen.sort_unstable();
         seen.dedup();
         seen.len() >= self.0

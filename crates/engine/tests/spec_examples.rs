@@ -67,7 +67,7 @@ fn kaca_table1() -> QiTable {
 fn leaf_tuple(t: &QiTable, row: u32) -> Vec<Cell> {
     t.columns()
         .iter()
-        .map(|c| c.leaf_cell(c.codes()[row as usize]))
+        .map(|c| c.leaf_cell(c.codes().get(row as usize)))
         .collect()
 }
 

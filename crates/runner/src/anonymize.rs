@@ -11,7 +11,9 @@
 //! Only when both checks passed and every row is accounted for (published or
 //! counted as suppressed) is the release committed (rename, or completion of
 //! the multipart uploads). Memory is the QI working set plus a few batches,
-//! whatever the number of other columns.
+//! whatever the number of other columns: `-v` logs the working set's bytes
+//! and the process's peak RSS, in total and per input row, and
+//! `--metrics-json` records them under `memory`.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -28,7 +30,7 @@ use kanon_engine::Error;
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::exit::Failure;
-use crate::ops::{barrier, check_interrupt, Ui};
+use crate::ops::{barrier, check_interrupt, peak_rss_bytes, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
@@ -136,6 +138,8 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         .finish()
         .with_context(|| format!("input {input} does not fit job {}", job.path.display()))?;
     let read_s = t.elapsed().as_secs_f64();
+    // The encoded QI and sensitive codes: what the algorithm works on.
+    let working_set_bytes = qi.heap_bytes() as u64;
     tracing::info!(
         rows = rows_in,
         files = dataset.n_files(),
@@ -203,9 +207,12 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let t = Instant::now();
     let recoder = Recoder::new(spec, &qi, &result.partition);
     drop(qi);
-    let out_schema = recoder.output_schema(&dataset.schema);
     let mut options = options;
     options.metadata = provenance(spec, &result, rows_in, fingerprint.as_deref());
+    // Pass 2 needs the recoder only: free the partition (a group per row,
+    // the cells of every group) before the release verifier fills up.
+    drop(result.partition);
+    let out_schema = recoder.output_schema(&dataset.schema);
     let mut verifier =
         ReleaseVerifier::try_new(spec, &out_schema).context("cannot check the release")?;
     dataset.check_unchanged(&storage)?;
@@ -262,6 +269,14 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         seconds = total_s,
         "release committed"
     );
+    let memory = Memory::of_run(working_set_bytes, rows_in);
+    tracing::info!(
+        working_set_bytes = memory.working_set_bytes,
+        working_set_bytes_per_row = memory.working_set_bytes_per_row,
+        peak_rss_bytes = memory.peak_rss_bytes,
+        peak_rss_bytes_per_row = memory.peak_rss_bytes_per_row,
+        "memory"
+    );
     if let Some(path) = &args.metrics_json {
         let json = serde_json::json!({
             "input": input.to_string(),
@@ -275,6 +290,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             "verified": result.verified,
             "release_verified": release_check,
             "details": result.details,
+            "memory": memory,
             "timings_s": {
                 "pass1_read_encode": read_s,
                 "classes": result.timings.classes.as_secs_f64(),
@@ -332,6 +348,30 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Memory of a run: the encoded working set and the process's peak resident
+/// set (Linux only), in bytes and per input row. Sizes only, never data.
+#[derive(Debug, serde::Serialize)]
+struct Memory {
+    working_set_bytes: u64,
+    working_set_bytes_per_row: f64,
+    peak_rss_bytes: Option<u64>,
+    peak_rss_bytes_per_row: Option<f64>,
+}
+
+impl Memory {
+    /// Reads the peak RSS now, at the end of a run over `rows` rows.
+    fn of_run(working_set_bytes: u64, rows: u64) -> Memory {
+        let per_row = |bytes: u64| bytes as f64 / rows.max(1) as f64;
+        let peak_rss_bytes = peak_rss_bytes();
+        Memory {
+            working_set_bytes,
+            working_set_bytes_per_row: per_row(working_set_bytes),
+            peak_rss_bytes,
+            peak_rss_bytes_per_row: peak_rss_bytes.map(per_row),
+        }
+    }
 }
 
 fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {

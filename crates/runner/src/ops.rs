@@ -109,6 +109,27 @@ impl Ui {
     }
 }
 
+/// The process's peak resident set size in bytes so far: `VmHWM` of
+/// `/proc/self/status` on Linux; `None` elsewhere or when it cannot be read.
+pub fn peak_rss_bytes() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        parse_vm_hwm(&std::fs::read_to_string("/proc/self/status").ok()?)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The `VmHWM:  1234 kB` line of a `/proc/<pid>/status` text, in bytes.
+#[cfg(any(target_os = "linux", test))]
+fn parse_vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
 static INTERRUPTED_FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// Catches SIGINT and SIGTERM: the first sets a flag that the job checks
@@ -169,4 +190,19 @@ pub fn barrier(point: &str) -> Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     check_interrupt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_rss_is_read_from_vm_hwm() {
+        let status = "Name:\tkanon\nVmPeak:\t  200000 kB\nVmHWM:\t   12345 kB\nVmRSS:\t 100 kB\n";
+        assert_eq!(parse_vm_hwm(status), Some(12345 * 1024));
+        assert_eq!(parse_vm_hwm("VmRSS:\t100 kB\n"), None);
+        assert_eq!(parse_vm_hwm("VmHWM:\tlots kB\n"), None);
+        #[cfg(target_os = "linux")]
+        assert!(peak_rss_bytes().is_some_and(|b| b > 0));
+    }
 }

@@ -439,6 +439,42 @@ fn environment_overrides_and_json_logs() {
     );
 }
 
+/// Issue 10: `-v` and `--metrics-json` report the working set and the peak
+/// RSS per row; Adult's 8 QIs and salary class take one byte each.
+#[test]
+fn memory_is_reported_per_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.parquet");
+    let metrics = dir.path().join("m.json");
+    let o = run(kanon()
+        .args(["anonymize", "-v", "-c", "configs/adult.toml", "-o"])
+        .arg(&out)
+        .arg("--metrics-json")
+        .arg(&metrics));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let log = stderr(&o);
+    let line = log
+        .lines()
+        .find(|l| l.contains(" memory "))
+        .unwrap_or_else(|| panic!("no memory line:\n{}", show(&o)));
+    assert!(
+        line.contains("working_set_bytes=271458") && line.contains("working_set_bytes_per_row=9"),
+        "{line}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&metrics).unwrap()).unwrap();
+    let memory = &json["memory"];
+    assert_eq!(memory["working_set_bytes"], 30162 * 9, "{memory}");
+    assert_eq!(memory["working_set_bytes_per_row"], 9.0, "{memory}");
+    if cfg!(target_os = "linux") {
+        assert!(line.contains("peak_rss_bytes="), "{line}");
+        let peak = memory["peak_rss_bytes"].as_u64().unwrap();
+        assert!(peak > 30162 * 9, "{memory}");
+        let per_row = memory["peak_rss_bytes_per_row"].as_f64().unwrap();
+        assert!((per_row - peak as f64 / 30162.0).abs() < 1e-6, "{memory}");
+    }
+}
+
 #[test]
 fn dry_run_checks_without_writing() {
     let dir = tempfile::tempdir().unwrap();

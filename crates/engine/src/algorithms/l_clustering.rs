@@ -239,14 +239,19 @@ impl Trie {
         // Buckets: distinct combinations of the sensitive values.
         let mut bucket_of_row = vec![u32::MAX; table.n_rows()];
         let mut bucket_ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        // One key buffer for all rows: a key is allocated once per bucket.
+        let mut key: Vec<u32> = Vec::with_capacity(table.sensitive().len());
         for &r in rows {
-            let key: Vec<u32> = table
-                .sensitive()
-                .iter()
-                .map(|s| s.codes()[r as usize])
-                .collect();
-            let next = bucket_ids.len() as u32;
-            bucket_of_row[r as usize] = *bucket_ids.entry(key).or_insert(next);
+            key.clear();
+            key.extend(table.sensitive().iter().map(|s| s.codes().get(r as usize)));
+            bucket_of_row[r as usize] = match bucket_ids.get(key.as_slice()) {
+                Some(&b) => b,
+                None => {
+                    let b = bucket_ids.len() as u32;
+                    bucket_ids.insert(key.clone(), b);
+                    b
+                }
+            };
         }
         let n_buckets = bucket_ids.len().max(1);
         // Classes sorted by their codes in trie order.

@@ -38,6 +38,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithms::{details, Algorithm, Context, Outcome};
+use crate::codes::{with_codes, Code};
 use crate::encode::{QiColumn, QiTable};
 use crate::error::Result;
 use crate::hierarchy::NodeId;
@@ -228,17 +229,19 @@ impl Cutter<'_> {
                     *stamp = 1;
                 }
                 let mut m = 0;
-                for &r in rows {
-                    let c = codes[r as usize] as usize;
-                    if seen[c] != *stamp {
-                        seen[c] = *stamp;
-                        m += 1;
+                with_codes!(codes, |codes| {
+                    for &r in rows {
+                        let c = u32::from(codes[r as usize]) as usize;
+                        if seen[c] != *stamp {
+                            seen[c] = *stamp;
+                            m += 1;
+                        }
                     }
-                }
+                });
                 m
             })
         } else {
-            let (lo, hi) = min_max(rows, codes);
+            let (lo, hi) = with_codes!(codes, |c| min_max(rows, c));
             match col.hierarchy() {
                 Some(h) if self.by_children(col) => {
                     let r = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
@@ -256,7 +259,7 @@ impl Cutter<'_> {
     fn width(&self, rows: &[u32], q: usize) -> f64 {
         let col = &self.table.columns()[q];
         if col.kind() == Kind::Numeric && !self.by_children(col) {
-            let (lo, hi) = min_max(rows, col.codes());
+            let (lo, hi) = with_codes!(col.codes(), |c| min_max(rows, c));
             let (min, max) = col.min_max();
             return match (col.value(lo), col.value(hi)) {
                 (Some(a), Some(b)) if max > min => (b - a) / (max - min),
@@ -310,16 +313,10 @@ impl Cutter<'_> {
     /// closest to the middle that leaves both parts acceptable; failing that
     /// (relaxed mode) the exact median.
     fn cut_at_median(&self, rows: &mut [u32], q: usize) -> Option<Cut> {
-        let codes = self.table.columns()[q].codes();
-        rows.sort_unstable_by_key(|&r| (codes[r as usize], r));
+        let mut boundaries =
+            with_codes!(self.table.columns()[q].codes(), |c| sort_by_code(rows, c))?;
         let n = rows.len();
-        if codes[rows[0] as usize] == codes[rows[n - 1] as usize] {
-            return None;
-        }
         let mid = n / 2;
-        let mut boundaries: Vec<usize> = (1..n)
-            .filter(|&i| codes[rows[i] as usize] != codes[rows[i - 1] as usize])
-            .collect();
         boundaries.sort_by_key(|&b| (b.abs_diff(mid), b));
         for b in boundaries {
             let (left, right) = rows.split_at(b);
@@ -348,22 +345,13 @@ impl Cutter<'_> {
         let col = &self.table.columns()[q];
         let h = col.hierarchy()?;
         let codes = col.codes();
-        let (lo, hi) = min_max(rows, codes);
+        let (lo, hi) = with_codes!(codes, |c| min_max(rows, c));
         let node = h.lca(NodeId(lo), NodeId(hi));
         let starts: Vec<u32> = h.children(node).map(|c| h.leaves(c).start).collect();
         if starts.len() < 2 {
             return None;
         }
-        let child_of = |r: u32| starts.partition_point(|&s| s <= codes[r as usize]) - 1;
-        rows.sort_unstable_by_key(|&r| (child_of(r), r));
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        let mut s = 0;
-        for i in 1..=rows.len() {
-            if i == rows.len() || child_of(rows[i]) != child_of(rows[i - 1]) {
-                runs.push((s, i));
-                s = i;
-            }
-        }
+        let runs = with_codes!(codes, |c| runs_by_child(rows, c, &starts));
         let (big, small): (Vec<_>, Vec<_>) =
             runs.iter().partition(|&&(a, b)| self.accepts(&rows[a..b]));
         let mut groups: Vec<Vec<(usize, usize)>> = big.into_iter().map(|r| vec![r]).collect();
@@ -411,8 +399,42 @@ fn shift(regions: Vec<(usize, usize)>, by: usize) -> Vec<(usize, usize)> {
     regions.into_iter().map(|(a, b)| (a + by, b + by)).collect()
 }
 
-fn min_max(rows: &[u32], codes: &[u32]) -> (u32, u32) {
+/// Smallest and largest code of `rows`.
+fn min_max<T: Code>(rows: &[u32], codes: &[T]) -> (u32, u32) {
     rows.iter().fold((u32::MAX, 0), |(lo, hi), &r| {
-        (lo.min(codes[r as usize]), hi.max(codes[r as usize]))
+        let c: u32 = codes[r as usize].into();
+        (lo.min(c), hi.max(c))
     })
+}
+
+/// Sorts `rows` by code, then row, and gives the positions where the code
+/// changes; `None` when every row has the same code.
+fn sort_by_code<T: Code>(rows: &mut [u32], codes: &[T]) -> Option<Vec<usize>> {
+    rows.sort_unstable_by_key(|&r| (codes[r as usize], r));
+    let n = rows.len();
+    if codes[rows[0] as usize] == codes[rows[n - 1] as usize] {
+        return None;
+    }
+    Some(
+        (1..n)
+            .filter(|&i| codes[rows[i] as usize] != codes[rows[i - 1] as usize])
+            .collect(),
+    )
+}
+
+/// Sorts `rows` by the hierarchy child their code falls in (`starts`: each
+/// child's first leaf, ascending), then by row, and gives each child's run
+/// of positions.
+fn runs_by_child<T: Code>(rows: &mut [u32], codes: &[T], starts: &[u32]) -> Vec<(usize, usize)> {
+    let child_of = |r: u32| starts.partition_point(|&s| s <= codes[r as usize].into()) - 1;
+    rows.sort_unstable_by_key(|&r| (child_of(r), r));
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut s = 0;
+    for i in 1..=rows.len() {
+        if i == rows.len() || child_of(rows[i]) != child_of(rows[i - 1]) {
+            runs.push((s, i));
+            s = i;
+        }
+    }
+    runs
 }

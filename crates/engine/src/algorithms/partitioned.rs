@@ -49,6 +49,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithms::{details, whole_table, Algorithm, Context, Outcome};
+use crate::codes::with_codes;
 use crate::encode::{EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
 use crate::partition::{Partition, SUPPRESSED};
@@ -363,10 +364,11 @@ impl Sample {
         let picked: Vec<u32> = rows.iter().step_by(step).copied().collect();
         let mut codes = vec![0u32; picked.len() * n_qi];
         for (q, col) in table.columns().iter().enumerate() {
-            let column = col.codes();
-            for (i, &r) in picked.iter().enumerate() {
-                codes[i * n_qi + q] = column[r as usize];
-            }
+            with_codes!(col.codes(), |column| {
+                for (i, &r) in picked.iter().enumerate() {
+                    codes[i * n_qi + q] = column[r as usize].into();
+                }
+            });
         }
         Sample { n_qi, codes }
     }
@@ -562,9 +564,10 @@ impl Blocks<'_> {
         }
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (_, q, b) in candidates {
-            let codes = self.table.columns()[q].codes();
             let (left, right): (Vec<u32>, Vec<u32>) =
-                rows.iter().partition(|&&r| b.goes_left(codes[r as usize]));
+                with_codes!(self.table.columns()[q].codes(), |codes| rows
+                    .iter()
+                    .partition(|&&r| b.goes_left(codes[r as usize].into())));
             if self.accepts(&left) && self.accepts(&right) {
                 return Ok((left, right));
             }
@@ -573,8 +576,9 @@ impl Blocks<'_> {
         // and leaves every other QI as wide as before.
         let m = n / 2;
         for &q in &order {
-            let codes = self.table.columns()[q].codes();
-            rows.select_nth_unstable_by_key(m, |&r| (codes[r as usize], r));
+            with_codes!(self.table.columns()[q].codes(), |codes| {
+                rows.select_nth_unstable_by_key(m, |&r| (codes[r as usize], r));
+            });
             let (left, right) = (rows[..m].to_vec(), rows[m..].to_vec());
             if self.accepts(&left) && self.accepts(&right) {
                 return Ok((left, right));
@@ -669,7 +673,7 @@ mod tests {
         }
         fn accepts(&self, class: ClassView<'_>) -> bool {
             let codes = class.table.sensitive()[0].codes();
-            let mut seen: Vec<u32> = class.rows.iter().map(|&r| codes[r as usize]).collect();
+            let mut seen: Vec<u32> = class.rows.iter().map(|&r| codes.get(r as usize)).collect();
             seen.sort_unstable();
             seen.dedup();
             seen.len() >= self.0

@@ -39,6 +39,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithms::{details, Algorithm, Context, Outcome};
+use crate::codes::with_codes;
 use crate::encode::{EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
 use crate::generalise::GeneralisedTuple;
@@ -176,8 +177,8 @@ fn flexible_tuple(table: &QiTable, rows: &[u32]) -> GeneralisedTuple {
         .columns()
         .iter()
         .map(|col| {
-            let codes = col.codes();
-            col.flexible_cell_of(rows.iter().map(|&r| codes[r as usize]))
+            with_codes!(col.codes(), |c| col
+                .flexible_cell_of(rows.iter().map(|&r| u32::from(c[r as usize]))))
         })
         .collect()
 }

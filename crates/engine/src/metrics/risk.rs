@@ -112,7 +112,7 @@ pub fn table_risk(
                     classes
                         .rows(c)
                         .iter()
-                        .map(|&r| s.codes()[r as usize])
+                        .map(|&r| s.codes().get(r as usize))
                         .collect::<FxHashSet<u32>>()
                         .len()
                 })
@@ -222,7 +222,7 @@ fn column_ncp_sum(
             table
                 .excluded()
                 .iter()
-                .filter(|&&r| col.codes()[r as usize] == 0)
+                .filter(|&&r| col.codes().get(r as usize) == 0)
                 .count() as f64
         } else {
             0.0
