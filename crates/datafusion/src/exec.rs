@@ -141,6 +141,8 @@ impl AnonymizeExec {
                     serde_json::Value::Null => true,
                     serde_json::Value::Array(a) => a.is_empty(),
                     serde_json::Value::Object(o) => o.is_empty(),
+                    // Only l-diversity reads it.
+                    _ if k == "missing_sensitive" => spec.privacy.l.is_none(),
                     _ => false,
                 };
                 if !unset {

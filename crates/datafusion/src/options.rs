@@ -303,6 +303,9 @@ pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<
     if let Some(v) = options.remove("seed") {
         algorithm.insert("seed".into(), v);
     }
+    if let Some(v) = options.remove("unlisted") {
+        sections.insert("columns".into(), serde_json::json!({ "unlisted": v }));
+    }
     if !privacy.is_empty() {
         sections.insert("privacy".into(), Value::Object(privacy));
     }
@@ -344,7 +347,7 @@ pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<
     }
     let spec: JobSpec = serde_json::from_value(Value::Object(base)).map_err(|e| {
         plan_datafusion_err!(
-            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive"
+            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive, unlisted"
         )
     })?;
     let mut hierarchies = BTreeMap::new();

@@ -131,6 +131,10 @@ pub struct SensitiveColumn {
     name: String,
     codes: Codes,
     labels: Arc<[String]>,
+    /// `missing[code]`: the code stands for a missing value (NULL, NaN,
+    /// `""`) that does not count toward l; empty under
+    /// `missing_sensitive = "value"`.
+    missing: Arc<[bool]>,
 }
 
 impl SensitiveColumn {
@@ -145,6 +149,15 @@ impl SensitiveColumn {
     /// Number of distinct values.
     pub fn distinct(&self) -> usize {
         self.labels.len()
+    }
+    /// Whether `code` is a missing value, left out of l-diversity
+    /// (`privacy.missing_sensitive = "ignore"`).
+    pub fn is_missing(&self, code: u32) -> bool {
+        self.missing.get(code as usize).copied().unwrap_or(false)
+    }
+    /// Whether any code is a missing value.
+    pub fn has_missing(&self) -> bool {
+        self.missing.iter().any(|&m| m)
     }
 }
 
@@ -279,6 +292,7 @@ impl QiTable {
                 name: s.name.clone(),
                 codes: s.codes.gather(rows),
                 labels: s.labels.clone(),
+                missing: s.missing.clone(),
             })
             .collect();
         let excluded = if self.excluded.is_empty() {
@@ -348,6 +362,7 @@ pub struct Encoder {
     sensitive: Vec<ColumnEncoder>,
     n_rows: usize,
     excluded: Vec<u32>,
+    missing_is_value: bool,
 }
 
 fn is_numeric(dt: &DataType) -> bool {
@@ -458,6 +473,8 @@ impl Encoder {
             sensitive,
             n_rows: 0,
             excluded: Vec::new(),
+            missing_is_value: spec.privacy.missing_sensitive
+                == crate::spec::MissingSensitive::Value,
         })
     }
 
@@ -518,10 +535,23 @@ impl Encoder {
             .into_iter()
             .map(|c| {
                 let q = c.finish(false)?;
+                let missing: Arc<[bool]> = if self.missing_is_value {
+                    Arc::from(Vec::new())
+                } else {
+                    q.labels
+                        .iter()
+                        .enumerate()
+                        .map(|(code, label)| {
+                            label.trim().is_empty()
+                                || q.values.as_ref().is_some_and(|v| v[code].is_nan())
+                        })
+                        .collect()
+                };
                 Ok(SensitiveColumn {
                     name: q.name,
                     codes: q.codes,
                     labels: q.labels,
+                    missing,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

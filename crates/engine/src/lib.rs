@@ -15,6 +15,7 @@
 
 pub mod algorithms;
 pub mod codes;
+pub mod columns;
 pub(crate) mod distance;
 pub mod encode;
 pub mod error;

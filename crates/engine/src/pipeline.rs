@@ -92,6 +92,14 @@ pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Res
     drop(classes);
     let t = Instant::now();
     let verified = verify_partition(table, &outcome.partition, privacy)?;
+    if verified.published_rows == 0 && table.n_rows() > 0 {
+        return Err(crate::Error::Unsatisfiable(format!(
+            "{} would suppress all {} rows and publish an empty release; lower k or l, \
+             or give the quasi-identifiers coarser generalisations",
+            algorithm.name(),
+            table.n_rows()
+        )));
+    }
     timings.verify = t.elapsed();
     let t = Instant::now();
     let report = metrics::report(

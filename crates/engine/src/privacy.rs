@@ -420,33 +420,45 @@ fn sensitive_column<'a>(table: &'a QiTable, name: &str) -> Option<&'a SensitiveC
 }
 
 /// How many times each sensitive value occurs among `rows`: the non-zero
-/// counts, in no particular order.
+/// counts, in no particular order. Missing values (NULL, NaN, `""` under
+/// `missing_sensitive = "ignore"`) are not values: they are left out. This
+/// is the one definition every l-diversity model, the verifiers, the
+/// metrics and `kanon_risk()` count with.
 pub(crate) fn frequencies(column: &SensitiveColumn, rows: &[u32]) -> Vec<u32> {
-    with_codes!(column.codes(), |codes| frequencies_of(
-        codes,
-        column.distinct(),
-        rows
-    ))
+    with_codes!(column.codes(), |codes| frequencies_of(column, codes, rows))
 }
 
-/// [`frequencies`] over codes of one width; `d` is the number of codes.
-fn frequencies_of<T: Code>(codes: &[T], d: usize, rows: &[u32]) -> Vec<u32> {
-    if d <= 4096 || d <= 4 * rows.len() {
+/// [`frequencies`] over codes of one width.
+fn frequencies_of<T: Code>(column: &SensitiveColumn, codes: &[T], rows: &[u32]) -> Vec<u32> {
+    let d = column.distinct();
+    let mut counts = if d <= 4096 || d <= 4 * rows.len() {
         let mut counts = vec![0u32; d];
         for &r in rows {
             let c: u32 = codes[r as usize].into();
             counts[c as usize] += 1;
         }
-        counts.retain(|&n| n > 0);
+        if column.has_missing() {
+            for (c, n) in counts.iter_mut().enumerate() {
+                if column.is_missing(c as u32) {
+                    *n = 0;
+                }
+            }
+        }
         counts
     } else {
-        let mut values: Vec<T> = rows.iter().map(|&r| codes[r as usize]).collect();
+        let mut values: Vec<T> = rows
+            .iter()
+            .map(|&r| codes[r as usize])
+            .filter(|&c| !column.is_missing(c.into()))
+            .collect();
         values.sort_unstable();
         values
             .chunk_by(|a, b| a == b)
             .map(|run| run.len() as u32)
             .collect()
-    }
+    };
+    counts.retain(|&n| n > 0);
+    counts
 }
 
 /// Number of distinct values among `rows`, counting no further than `stop`.
@@ -458,7 +470,7 @@ fn distinct_up_to(column: &SensitiveColumn, rows: &[u32], stop: usize) -> usize 
         with_codes!(column.codes(), |codes| {
             for &r in rows {
                 let c = u32::from(codes[r as usize]) as usize;
-                if !seen[c] {
+                if !seen[c] && !column.is_missing(c as u32) {
                     seen[c] = true;
                     n += 1;
                     if n >= stop {
@@ -540,7 +552,7 @@ impl PrivacyModel for DistinctLDiversity {
         sensitive_column(class.table, &self.column).is_some_and(|col| {
             with_codes!(col.codes(), |codes| {
                 let v = codes[row as usize];
-                !class.rows.iter().any(|&r| codes[r as usize] == v)
+                !col.is_missing(v.into()) && !class.rows.iter().any(|&r| codes[r as usize] == v)
             })
         })
     }
@@ -558,7 +570,7 @@ impl PrivacyModel for DistinctLDiversity {
             return Err(unsatisfiable(
                 &self.column,
                 format!(
-                    "{} needs at least {} distinct values in every class but the input has only {distinct}; lower l or choose another sensitive column",
+                    "{} needs at least {} distinct values in every class but the input has only {distinct} (missing values do not count unless `privacy.missing_sensitive = \"value\"`); lower l or choose another sensitive column",
                     self.describe(),
                     self.l
                 ),

@@ -13,6 +13,7 @@ use arrow::compute::filter;
 use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 
+use crate::columns::Unlisted;
 use crate::encode::QiTable;
 use crate::error::{Error, Result};
 use crate::partition::{Partition, SUPPRESSED};
@@ -39,18 +40,38 @@ pub fn release_schema(spec: &JobSpec, input: &Schema) -> SchemaRef {
             })
             .collect(),
         group_of_row: Arc::from(Vec::new()),
-        dropped: identifying(spec),
+        dropped: Dropped::of(spec),
     };
     recoder.output_schema(input)
 }
 
-/// The identifying columns, dropped from the release.
-fn identifying(spec: &JobSpec) -> Vec<String> {
-    spec.attributes
-        .iter()
-        .filter(|a| a.role == Role::Identifying)
-        .map(|a| a.name.clone())
-        .collect()
+/// The columns left out of the release: identifying attributes, and every
+/// unlisted column under `[columns] unlisted = "identifying"`.
+#[derive(Debug, Clone)]
+struct Dropped {
+    identifying: Vec<String>,
+    listed: Vec<String>,
+    unlisted: Unlisted,
+}
+
+impl Dropped {
+    fn of(spec: &JobSpec) -> Self {
+        Dropped {
+            identifying: spec
+                .attributes
+                .iter()
+                .filter(|a| a.role == Role::Identifying)
+                .map(|a| a.name.clone())
+                .collect(),
+            listed: spec.attributes.iter().map(|a| a.name.clone()).collect(),
+            unlisted: spec.columns.unlisted,
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.identifying.iter().any(|d| d == name)
+            || (self.unlisted == Unlisted::Identifying && !self.listed.iter().any(|l| l == name))
+    }
 }
 
 /// Applies a partition to the input batches.
@@ -58,7 +79,7 @@ fn identifying(spec: &JobSpec) -> Vec<String> {
 pub struct Recoder {
     labels: Vec<ColumnLabels>,
     group_of_row: Arc<[u32]>,
-    dropped: Vec<String>,
+    dropped: Dropped,
 }
 
 /// What to do with one input column.
@@ -94,7 +115,7 @@ impl Recoder {
                 }
             })
             .collect();
-        let dropped = identifying(spec);
+        let dropped = Dropped::of(spec);
         Recoder {
             labels,
             group_of_row: partition.group_of_row().into(),
@@ -103,7 +124,7 @@ impl Recoder {
     }
 
     fn action(&self, name: &str) -> Action {
-        if self.dropped.iter().any(|d| d == name) {
+        if self.dropped.contains(name) {
             Action::Drop
         } else if let Some(i) = self.labels.iter().position(|l| l.name == name) {
             Action::Recode(i)
@@ -115,6 +136,10 @@ impl Recoder {
     /// The schema of the release for an input schema: QI columns become
     /// `Dictionary(Int32, Utf8)`, identifying columns disappear, the rest is
     /// unchanged. The same as [`release_schema`] of the job.
+    ///
+    /// The input's schema-level metadata is not carried over: it describes
+    /// the input (pandas' metadata names dropped columns and an index that
+    /// encodes input row positions), not the release.
     pub fn output_schema(&self, input: &Schema) -> SchemaRef {
         let fields: Vec<Field> = input
             .fields()
@@ -132,7 +157,7 @@ impl Recoder {
                 ),
             })
             .collect();
-        Arc::new(Schema::new_with_metadata(fields, input.metadata().clone()))
+        Arc::new(Schema::new(fields))
     }
 
     /// Recodes one input batch whose first row is input row `row_offset`.

@@ -26,9 +26,13 @@ pub struct JobSpec {
     #[serde(default)]
     pub storage: StorageSpec,
     /// Every column the job knows about. Columns of the input not listed here
-    /// are insensitive and passed through unchanged.
+    /// are an error unless `[columns] unlisted` says what they are
+    /// ([`crate::columns`]).
     #[serde(default)]
     pub attributes: Vec<AttributeSpec>,
+    /// The policy for input columns not listed in `attributes`.
+    #[serde(default)]
+    pub columns: crate::columns::ColumnsSpec,
     /// The privacy model the release must satisfy.
     #[serde(default)]
     pub privacy: PrivacySpec,
@@ -278,6 +282,23 @@ pub struct PrivacySpec {
     /// with `role = "sensitive"`. Each column is checked on its own.
     #[serde(default)]
     pub sensitive: Option<Vec<String>>,
+    /// Whether missing sensitive values (NULL, NaN, empty strings) count
+    /// toward l: `ignore` (default) leaves them out of distinct, entropy and
+    /// recursive l, `value` counts them as one value of their own.
+    #[serde(default)]
+    pub missing_sensitive: MissingSensitive,
+}
+
+/// How l-diversity treats missing sensitive values (NULL, NaN, `""`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MissingSensitive {
+    /// A missing value says nothing an attacker could not guess: it does not
+    /// count toward l (the reading that publishes less).
+    #[default]
+    Ignore,
+    /// Missing is a value of its own (e.g. "not asked" is itself sensitive).
+    Value,
 }
 
 impl Default for PrivacySpec {
@@ -290,6 +311,7 @@ impl Default for PrivacySpec {
             diversity: None,
             c: None,
             sensitive: None,
+            missing_sensitive: MissingSensitive::Ignore,
         }
     }
 }
@@ -390,10 +412,10 @@ impl JobSpec {
     /// # Errors
     /// [`Error::Spec`] naming the setting.
     pub fn validate(&self) -> Result<()> {
-        if self.privacy.k < 1 && self.privacy.requirements.is_empty() {
+        if self.privacy.k == 0 && self.privacy.requirements.is_empty() {
             return Err(Error::spec(
                 "privacy.k",
-                "k must be at least 1 (or give `privacy.requirements`)",
+                "give k (at least 2) or `privacy.requirements`",
             ));
         }
         if let Some(s) = self.privacy.suppression_limit {
@@ -405,6 +427,25 @@ impl JobSpec {
             }
         }
         self.validate_diversity()?;
+        let strongest = self
+            .privacy
+            .requirements
+            .iter()
+            .map(|r| r.k)
+            .chain([self.privacy.k, self.privacy.l.unwrap_or(0)])
+            .max()
+            .unwrap_or(0);
+        // (A requirement of k = 0 is refused with its own message by
+        // `Privacy::from_spec`.)
+        if strongest < 2 && self.privacy.requirements.iter().all(|r| r.k > 0) {
+            return Err(Error::spec(
+                "privacy.k",
+                format!(
+                    "k = {} protects nobody (every record may be a class of its own); set k >= 2 (or l >= 2 for l-diversity alone)",
+                    self.privacy.k
+                ),
+            ));
+        }
         let mut seen = std::collections::HashSet::new();
         for a in &self.attributes {
             if !seen.insert(a.name.as_str()) {

@@ -439,7 +439,7 @@ proptest! {
         groups in proptest::collection::vec(1usize..4, 3),
         two_levels in proptest::collection::vec(any::<bool>(), 3),
         raw in proptest::collection::vec((0usize..6, 0usize..6, 0usize..6), 6..24),
-        reqs in proptest::collection::vec((1u8..8, 1usize..6), 1..3),
+        reqs in proptest::collection::vec((1u8..8, 2usize..6), 1..3),
         attribute_successors in any::<bool>(),
         dive in any::<bool>(),
         bound_rows in any::<bool>(),

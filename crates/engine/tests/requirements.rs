@@ -134,7 +134,7 @@ fn identity(table: &QiTable) -> Partition {
 
 #[test]
 fn the_verifier_checks_projections_not_classes() {
-    let s = spec(&format!("[privacy]\nk = 1\n{ATTRS}"));
+    let s = spec(&format!("[privacy]\nk = 2\n{ATTRS}"));
     let table = grid(&s, 2);
     let partition = identity(&table);
     let on_a = |k| Requirement::on([(0, "a".to_string())], k, 2);
@@ -183,7 +183,7 @@ fn the_verifier_checks_projections_not_classes() {
 
 #[test]
 fn verify_release_checks_projections_of_labels() {
-    let s = spec(&format!("[privacy]\nk = 1\n{ATTRS}"));
+    let s = spec(&format!("[privacy]\nk = 2\n{ATTRS}"));
     let table = grid(&s, 3);
     let partition = identity(&table);
     let batch = {

@@ -138,12 +138,14 @@ fn fails_closed_when_no_group_can_satisfy_the_models() {
     let err = anonymize_with(&spec, &table, &privacy).unwrap_err();
     assert!(matches!(err, Error::Unsatisfiable(_)), "{err}");
     assert!(!err.to_string().contains("flu"), "{err}");
-    // With room to suppress every row, the release withholds them instead.
+    // Even with room to suppress every row, an empty release is no answer:
+    // the job is infeasible.
     let privacy = Privacy::k_anonymity(2)
         .with_model(Box::new(DistinctL(2)))
         .with_suppression_limit(1.0);
-    let a = anonymize_with(&spec, &table, &privacy).unwrap();
-    assert_eq!(a.verified.suppressed_rows, 4);
+    let err = anonymize_with(&spec, &table, &privacy).unwrap_err();
+    assert!(matches!(err, Error::Unsatisfiable(_)), "{err}");
+    assert!(err.to_string().contains("suppress all 4 rows"), "{err}");
 }
 
 #[test]
@@ -213,7 +215,7 @@ proptest! {
     fn random_tables_verify_and_keep_every_row(
         rows in prop::collection::vec(any::<(u8, u8, u8, u8)>(), 1..120),
         qis in 1usize..=4,
-        k in 1usize..8,
+        k in 2usize..8,
     ) {
         let (spec, table) = random_table(&rows, qis, k, "");
         let result = anonymize(&spec, &table);

@@ -111,6 +111,11 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let fits = |r: Result<(), Error>| {
         r.with_context(|| format!("input {input} does not fit job {}", job.path.display()))
     };
+    fits(kanon_engine::columns::check(
+        spec,
+        &dataset.schema,
+        &format!("input {input}"),
+    ))?;
     // Pass 1: the QI and sensitive columns only.
     let mut encoder = None;
     fits(Encoder::try_new(spec, &job.hierarchies, &dataset.schema).map(|e| encoder = Some(e)))?;
@@ -251,12 +256,53 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     writer.close()?;
     let rows_out = writer.rows();
     let bytes_out = writer.bytes();
-    barrier("before-commit")?;
-    check_interrupt()?;
-    let files = writer.commit()?;
+    let files: Vec<Location> = writer.files().to_vec();
     let write_s = t.elapsed().as_secs_f64();
     let total_s = start.elapsed().as_secs_f64();
     let r = &result.report;
+    let memory = Memory::of_run(working_set_bytes, rows_in);
+    // Every artefact is written before the commit, so nothing can fail
+    // after the release is published; a failed commit takes it back.
+    let metrics = match &args.metrics_json {
+        Some(path) => {
+            let json = serde_json::json!({
+                "input": input.to_string(),
+                "output": output.to_string(),
+                "files": files.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+                "input_fingerprint": fingerprint,
+                "algorithm": result.algorithm,
+                "privacy": privacy.describe(),
+                "seed": spec.algorithm.seed,
+                "report": r,
+                "verified": result.verified,
+                "release_verified": release_check,
+                "details": result.details,
+                "memory": memory,
+                "timings_s": {
+                    "pass1_read_encode": read_s,
+                    "classes": result.timings.classes.as_secs_f64(),
+                    "algorithm": result.timings.algorithm.as_secs_f64(),
+                    "verify": result.timings.verify.as_secs_f64(),
+                    "metrics": result.timings.metrics.as_secs_f64(),
+                    "pass2_recode_verify_write": write_s,
+                    "total": total_s,
+                },
+            });
+            Some(MetricsFile::write(path, &json)?)
+        }
+        None => None,
+    };
+    barrier("before-commit")?;
+    check_interrupt()?;
+    let files = match writer.commit() {
+        Ok(files) => files,
+        Err(e) => {
+            if let Some(m) = metrics {
+                m.remove();
+            }
+            return Err(e);
+        }
+    };
     tracing::info!(
         output = %output,
         files = files.len(),
@@ -269,7 +315,6 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         seconds = total_s,
         "release committed"
     );
-    let memory = Memory::of_run(working_set_bytes, rows_in);
     tracing::info!(
         working_set_bytes = memory.working_set_bytes,
         working_set_bytes_per_row = memory.working_set_bytes_per_row,
@@ -277,33 +322,6 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         peak_rss_bytes_per_row = memory.peak_rss_bytes_per_row,
         "memory"
     );
-    if let Some(path) = &args.metrics_json {
-        let json = serde_json::json!({
-            "input": input.to_string(),
-            "output": output.to_string(),
-            "files": files.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
-            "input_fingerprint": fingerprint,
-            "algorithm": result.algorithm,
-            "privacy": privacy.describe(),
-            "seed": spec.algorithm.seed,
-            "report": r,
-            "verified": result.verified,
-            "release_verified": release_check,
-            "details": result.details,
-            "memory": memory,
-            "timings_s": {
-                "pass1_read_encode": read_s,
-                "classes": result.timings.classes.as_secs_f64(),
-                "algorithm": result.timings.algorithm.as_secs_f64(),
-                "verify": result.timings.verify.as_secs_f64(),
-                "metrics": result.timings.metrics.as_secs_f64(),
-                "pass2_recode_verify_write": write_s,
-                "total": total_s,
-            },
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&json)?)
-            .with_context(|| format!("cannot write metrics to {}", path.display()))?;
-    }
     if !ui.quiet {
         println!("kanon anonymize: {input} -> {output}");
         println!(
@@ -371,6 +389,40 @@ impl Memory {
             peak_rss_bytes,
             peak_rss_bytes_per_row: peak_rss_bytes.map(per_row),
         }
+    }
+}
+
+/// The metrics JSON of a run, written in full before the release is
+/// committed (so its failure publishes nothing) and removed again if the
+/// commit fails.
+struct MetricsFile(std::path::PathBuf);
+
+impl MetricsFile {
+    fn write(path: &std::path::Path, json: &serde_json::Value) -> Result<MetricsFile> {
+        let parent = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let context = || {
+            format!(
+                "cannot write metrics to {} (--metrics-json); nothing was published",
+                path.display()
+            )
+        };
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".kanon-tmp-metrics-")
+            .tempfile_in(parent)
+            .with_context(context)?;
+        std::io::Write::write_all(&mut tmp, serde_json::to_string_pretty(json)?.as_bytes())
+            .with_context(context)?;
+        tmp.persist(path)
+            .map_err(|e| e.error)
+            .with_context(context)?;
+        Ok(MetricsFile(path.to_path_buf()))
+    }
+
+    fn remove(self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 

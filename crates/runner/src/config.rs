@@ -192,7 +192,13 @@ impl Job {
             ));
         }
         overrides.extend(args.storage.overrides());
+        let base = doc.clone();
         apply_overrides(&mut doc, &overrides)?;
+        for o in &overrides {
+            let old =
+                lookup(&base, &o.key).map_or_else(|| "(unset)".to_string(), |v| v.to_string());
+            tracing::info!(setting = %o.key, source = %o.source, old = %old, new = %o.value, "job setting overridden");
+        }
         let described: Vec<String> = overrides
             .iter()
             .map(|o| format!("{} ({})", o.key, o.source))
@@ -211,6 +217,27 @@ impl Job {
                     e.to_string().trim_end()
                 ))
             })?;
+        if !args.weaken_privacy {
+            let weaker = match toml::Value::Table(base).try_into::<JobSpec>() {
+                Ok(file) => weakenings(&file, &spec),
+                // The file alone is not a complete job: no baseline to compare
+                // against, so no override of the privacy model is trusted.
+                Err(_) => overrides
+                    .iter()
+                    .filter(|o| o.key.starts_with("privacy.") || o.key.starts_with("columns."))
+                    .map(|o| format!("`{}` is set to {}", o.key, o.value))
+                    .collect(),
+            };
+            if !weaker.is_empty() {
+                return Err(Failure::bad_input(format!(
+                    "the overrides {} would weaken the privacy of job file {}: {}; fix the job file, drop the override, or pass --weaken-privacy to do this on purpose",
+                    described.join(", "),
+                    path.display(),
+                    weaker.join("; ")
+                ))
+                .into());
+            }
+        }
         spec.validate().map_err(|e| {
             Failure::bad_input(format!("in job file {}{from}: {e}", path.display()))
         })?;
@@ -324,6 +351,74 @@ impl Job {
     }
 }
 
+/// The value at a dotted key of a TOML document, if set.
+fn lookup<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+    let mut parts = key.split('.');
+    let mut value = doc.get(parts.next()?)?;
+    for p in parts {
+        value = value.as_table()?.get(p)?;
+    }
+    Some(value)
+}
+
+/// How `new` protects less than `file`: each weakened privacy setting with
+/// its old and new value (settings only, never data). Empty when `new` is at
+/// least as strict.
+pub fn weakenings(file: &JobSpec, new: &JobSpec) -> Vec<String> {
+    let (a, b) = (&file.privacy, &new.privacy);
+    let mut out = Vec::new();
+    if b.k < a.k {
+        out.push(format!("privacy.k lowered from {} to {}", a.k, b.k));
+    }
+    match (a.l, b.l) {
+        (Some(x), None) => out.push(format!("privacy.l {x} removed")),
+        (Some(x), Some(y)) if y < x => out.push(format!("privacy.l lowered from {x} to {y}")),
+        _ => {}
+    }
+    if a.l.is_some() && a.diversity != b.diversity {
+        out.push(format!(
+            "privacy.diversity changed from {:?} to {:?}",
+            file.diversity(),
+            new.diversity()
+        ));
+    }
+    if let (Some(x), Some(y)) = (a.c, b.c) {
+        // Recursive (c,l)-diversity: r1 < c (rl + ... + rm); a larger c admits more.
+        if y > x {
+            out.push(format!("privacy.c raised from {x} to {y}"));
+        }
+    }
+    if new.suppression_limit() > file.suppression_limit() {
+        out.push(format!(
+            "privacy.suppression_limit raised from {} to {}",
+            file.suppression_limit(),
+            new.suppression_limit()
+        ));
+    }
+    let (sa, sb) = (file.diversity_columns(), new.diversity_columns());
+    if a.l.is_some() {
+        for c in sa.iter().filter(|c| !sb.contains(c)) {
+            out.push(format!(
+                "sensitive column `{c}` dropped from privacy.sensitive"
+            ));
+        }
+    }
+    for r in &a.requirements {
+        let shield: std::collections::BTreeSet<&String> = r.shield.iter().collect();
+        let kept = b.requirements.iter().any(|q| {
+            q.k >= r.k && q.shield.iter().collect::<std::collections::BTreeSet<_>>() == shield
+        }) || b.k >= r.k;
+        if !kept {
+            out.push(format!(
+                "requirement [{}] k = {} dropped or lowered",
+                r.shield.join(", "),
+                r.k
+            ));
+        }
+    }
+    out
+}
+
 fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
@@ -340,6 +435,7 @@ mod tests {
             seed: None,
             suppression_limit: None,
             set: Vec::new(),
+            weaken_privacy: false,
             storage: Default::default(),
         }
     }
@@ -352,6 +448,76 @@ mod tests {
         )
         .unwrap();
         p
+    }
+
+    #[test]
+    fn overrides_may_not_weaken_the_job_files_privacy() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = job_file(dir.path());
+        let env = vec![("KANON_PRIVACY_K".to_string(), "1".to_string())];
+        let err = Job::load_with_env(&args(&p), env.clone().into_iter())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("KANON_PRIVACY_K")
+                && err.contains("from 10 to 1")
+                && err.contains("--weaken-privacy"),
+            "{err}"
+        );
+        for (key, value) in [
+            ("KANON_PRIVACY_SUPPRESSION_LIMIT", "0.5"),
+            ("KANON_PRIVACY_K", "9"),
+        ] {
+            let env = vec![(key.to_string(), value.to_string())];
+            assert!(
+                Job::load_with_env(&args(&p), env.into_iter()).is_err(),
+                "{key}={value}"
+            );
+        }
+        let mut a = args(&p);
+        a.set = vec!["privacy.k=3".into()];
+        assert!(Job::load_with_env(&a, std::iter::empty()).is_err());
+        // Stronger is always fine.
+        let env = vec![("KANON_PRIVACY_K".to_string(), "12".to_string())];
+        assert_eq!(
+            Job::load_with_env(&args(&p), env.into_iter())
+                .unwrap()
+                .spec
+                .privacy
+                .k,
+            12
+        );
+        // k < 2 stays an error even on purpose.
+        let mut a = args(&p);
+        a.weaken_privacy = true;
+        a.k = Some(1);
+        let err = Job::load_with_env(&a, std::iter::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("k >= 2"), "{err}");
+    }
+
+    #[test]
+    fn weakenings_name_every_weaker_setting() {
+        let file: JobSpec = toml::from_str(
+            "[privacy]\nk = 5\nl = 3\nsuppression_limit = 0.01\nrequirements = [{ shield = [\"age\"], k = 8 }]\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n[[attributes]]\nname = \"s\"\nrole = \"sensitive\"\n",
+        )
+        .unwrap();
+        assert!(weakenings(&file, &file).is_empty());
+        let mut weaker = file.clone();
+        weaker.privacy.k = 4;
+        weaker.privacy.l = Some(2);
+        weaker.privacy.suppression_limit = Some(0.1);
+        weaker.privacy.requirements.clear();
+        let w = weakenings(&file, &weaker);
+        assert_eq!(w.len(), 4, "{w:?}");
+        let mut stronger = file.clone();
+        stronger.privacy.k = 9;
+        stronger.privacy.requirements.clear();
+        assert!(
+            weakenings(&file, &stronger).is_empty(),
+            "k 9 covers the requirement of 8"
+        );
     }
 
     #[test]
@@ -371,7 +537,9 @@ mod tests {
             ("KANON_TEST_BARRIER".to_string(), "ignored".to_string()),
             ("OTHER".to_string(), "x".to_string()),
         ];
-        let job = Job::load_with_env(&args(&p), env.clone().into_iter()).unwrap();
+        let mut weaken = args(&p);
+        weaken.weaken_privacy = true;
+        let job = Job::load_with_env(&weaken, env.clone().into_iter()).unwrap();
         assert_eq!(job.spec.privacy.k, 5);
         assert_eq!(job.spec.privacy.suppression_limit, Some(0.02));
         assert_eq!(
@@ -379,6 +547,7 @@ mod tests {
             Some("http://127.0.0.1:1")
         );
         let mut a = args(&p);
+        a.weaken_privacy = true;
         a.k = Some(7);
         a.set = vec!["algorithm.seed=42".into(), "output.path=out.parquet".into()];
         let job = Job::load_with_env(&a, env.into_iter()).unwrap();

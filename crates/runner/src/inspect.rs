@@ -100,6 +100,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                 seed: None,
                 suppression_limit: None,
                 set: Vec::new(),
+                weaken_privacy: false,
                 storage: args.storage.clone(),
             })?;
             let qis: Vec<String> = job

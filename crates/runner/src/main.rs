@@ -82,6 +82,11 @@ pub struct JobArgs {
     /// environment variables (lower precedence than the command line).
     #[arg(long, value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Allow `KANON_*` variables and the flags above to weaken the job
+    /// file's privacy (lower k, l or c, a higher suppression limit, a
+    /// dropped requirement, ...); refused otherwise.
+    #[arg(long)]
+    pub weaken_privacy: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
 }

@@ -461,6 +461,12 @@ impl<'a> ReleaseWriter<'a> {
         self.close_current()
     }
 
+    /// The files of the release once [`ReleaseWriter::close`]d: what
+    /// [`ReleaseWriter::commit`] will publish.
+    pub fn files(&self) -> &[Location] {
+        &self.closed
+    }
+
     /// Rows written.
     pub fn rows(&self) -> u64 {
         self.rows

@@ -160,6 +160,7 @@ fn sql_and_anonymize_publish_the_same_release() {
         "anonymize",
         "--config",
         "configs/adult.toml",
+        "--weaken-privacy",
         "--k",
         "20",
         "--output",

@@ -101,7 +101,11 @@ fn climb<K: Key>(ctx: &Context<'_>, lattice: &Lattice<'_>) -> Result<(Vec<u8>, V
     let mut levels = vec![0u8; lattice.n_qi()];
     let mut fs = lattice.frequency_set::<K>(&attrs, &levels, None, false);
     let mut steps = Vec::new();
-    while !lattice.verdict(&fs).accepted {
+    // A node that suppresses every row publishes nothing: it is never the
+    // answer, whatever the suppression limit allows.
+    let active = ctx.table.n_rows() - ctx.table.excluded().len();
+    let publishes = |v: &super::lattice::Verdict| v.accepted && v.suppressed < active;
+    while !publishes(&lattice.verdict(&fs)) {
         let next = attrs
             .iter()
             .filter(|&&q| levels[q] < lattice.heights()[q])
@@ -111,8 +115,8 @@ fn climb<K: Key>(ctx: &Context<'_>, lattice: &Lattice<'_>) -> Result<(Vec<u8>, V
         let Some((_, q)) = next else {
             return Err(Error::Unsatisfiable(format!(
                 "even with every quasi-identifier at the root of its hierarchy, more rows than the \
-                 suppression limit allows ({}) are in classes that {} rejects; raise \
-                 privacy.suppression_limit or relax the model",
+                 suppression limit allows ({}) are in classes that {} rejects, or no row would be \
+                 published; raise privacy.suppression_limit or relax the model",
                 lattice.max_suppressed(),
                 ctx.privacy.describe()
             )));

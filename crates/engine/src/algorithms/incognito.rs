@@ -143,7 +143,9 @@ struct IncognitoDetails {
     stats: Stats,
 }
 
-/// The best node so far, ordered by (loss, discernibility, height, index).
+/// The best node so far, ordered by (loss, rows suppressed, discernibility,
+/// height, index): of two nodes that lose as much, the one that withholds
+/// fewer rows wins.
 #[derive(Debug, Clone, Copy)]
 struct Best {
     score: Score,
@@ -156,6 +158,7 @@ impl Best {
         self.score
             .loss
             .total_cmp(&other.score.loss)
+            .then(self.score.suppressed.cmp(&other.score.suppressed))
             .then(
                 self.score
                     .discernibility

@@ -1171,7 +1171,7 @@ mod tests {
         #[test]
         fn random_tables_verify(
             rows in proptest::collection::vec((0u8..6, 0u8..2, 0u16..50, 0u8..3), 1..80),
-            k in 1usize..7,
+            k in 2usize..7,
             strategy in prop_oneof![
                 Just("random"),
                 Just("smallest-first"),

@@ -169,6 +169,9 @@ pub(crate) struct Score {
     pub(crate) loss: f64,
     /// The discernibility metric (ties of `loss` go to the finer release).
     pub(crate) discernibility: f64,
+    /// Rows the node suppresses (ties of `loss` go to the node that
+    /// publishes more rows).
+    pub(crate) suppressed: usize,
 }
 
 /// Per-cell costs of a [`Loss`]: `by_code[q][l][code]` for every dense
@@ -702,6 +705,7 @@ impl<'a> Lattice<'a> {
                 total
             },
             discernibility: dm,
+            suppressed: verdict.suppressed,
         }
     }
 

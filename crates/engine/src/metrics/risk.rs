@@ -108,14 +108,7 @@ pub fn table_risk(
         .iter()
         .map(|s| {
             (0..classes.len())
-                .map(|c| {
-                    classes
-                        .rows(c)
-                        .iter()
-                        .map(|&r| s.codes().get(r as usize))
-                        .collect::<FxHashSet<u32>>()
-                        .len()
-                })
+                .map(|c| crate::privacy::frequencies(s, classes.rows(c)).len())
                 .min()
                 .unwrap_or(0)
         })

@@ -174,7 +174,7 @@ fn attribute_successors_can_miss_the_optimum() {
 /// Jobs HeuristicMin cannot honour are refused, naming the setting.
 #[test]
 fn refuses_bad_parameters() {
-    let (mut spec, t) = table(&[("sex", "M;*\nF;*\n")], "k = 1", "", &[(&["M"], 1)]);
+    let (mut spec, t) = table(&[("sex", "M;*\nF;*\n")], "k = 2", "", &[(&["M"], 2)]);
     spec.algorithm
         .params
         .insert("successors".into(), serde_json::json!("some"));

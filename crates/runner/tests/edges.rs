@@ -1,0 +1,291 @@
+//! Issue 15, "fail closed at every edge", through the real `kanon` binary:
+//! each test reproduces one way today's main published or lied, and checks
+//! that the job now stops with a clear error and writes nothing (or, where
+//! the job opts in explicitly, does what it says).
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{Field, Schema};
+use common::*;
+
+/// Adult with two more columns: a direct identifier and a free-text note.
+fn adult_with_ids() -> RecordBatch {
+    let t = adult().slice(0, 3000);
+    let n = t.num_rows();
+    let mut fields: Vec<Field> = t
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut cols: Vec<ArrayRef> = t.columns().to_vec();
+    fields.push(Field::new(
+        "patient_id",
+        arrow::datatypes::DataType::Int64,
+        false,
+    ));
+    cols.push(Arc::new(Int64Array::from(
+        (0..n as i64).map(|i| 900_000 + i).collect::<Vec<_>>(),
+    )));
+    fields.push(Field::new("note", arrow::datatypes::DataType::Utf8, false));
+    cols.push(Arc::new(StringArray::from(vec!["n"; n])));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+fn identifying(name: &str) -> String {
+    format!("\n[[attributes]]\nname = \"{name}\"\nrole = \"identifying\"\n")
+}
+
+#[test]
+fn a_misspelt_identifying_column_is_an_error_not_a_publication() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    write_parquet(&input, &[adult_with_ids()]);
+    let out = dir.path().join("out.parquet");
+    let job = adult_job(dir.path(), |t| t + &identifying("patient_idd"));
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("patient_idd") && err.contains("did you mean `patient_id`"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn unlisted_columns_are_refused_unless_the_job_opts_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    write_parquet(&input, &[adult_with_ids()]);
+    let out = dir.path().join("out.parquet");
+    // Only patient_id declared: `note` has no role.
+    let job = adult_job(dir.path(), |t| t + &identifying("patient_id"));
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("`note`")
+            && err.contains("name = \"note\"")
+            && err.contains("unlisted = \"insensitive\""),
+        "{err}"
+    );
+    assert!(
+        !err.contains("`patient_id`,"),
+        "declared columns are not listed: {err}"
+    );
+    assert!(!out.exists());
+
+    // Opting in publishes `note` unchanged; `identifying` drops it.
+    for (policy, kept) in [("insensitive", true), ("identifying", false)] {
+        let job = adult_job(dir.path(), |t| {
+            format!(
+                "[columns]\nunlisted = \"{policy}\"\n{t}{}",
+                identifying("patient_id")
+            )
+        });
+        let o = run(kanon()
+            .args(["anonymize", "--overwrite", "-c"])
+            .arg(&job)
+            .arg("-i")
+            .arg(&input)
+            .arg("-o")
+            .arg(&out));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let release = read_parquet(&out);
+        assert!(release.schema().field_with_name("patient_id").is_err());
+        assert_eq!(
+            release.schema().field_with_name("note").is_ok(),
+            kept,
+            "{policy}"
+        );
+    }
+}
+
+#[test]
+fn the_environment_may_not_weaken_the_job_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.parquet");
+    let job = adult_job(dir.path(), |t| t);
+    for (var, value) in [
+        ("KANON_PRIVACY_K", "1"),
+        ("KANON_PRIVACY_K", "5"),
+        ("KANON_PRIVACY_SUPPRESSION_LIMIT", "0.5"),
+    ] {
+        let o = run(kanon()
+            .args(["anonymize", "-c"])
+            .arg(&job)
+            .arg("-o")
+            .arg(&out)
+            .env(var, value));
+        assert_eq!(o.status.code(), Some(2), "{var}={value}: {}", show(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(var) && err.contains("--weaken-privacy"),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+    // On purpose: allowed, and the override is logged with old and new values.
+    let o = run(kanon()
+        .args(["anonymize", "-v", "--weaken-privacy", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out)
+        .env("KANON_PRIVACY_K", "5"));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("privacy.k") && err.contains("old=10") && err.contains("new=5"),
+        "{err}"
+    );
+    // k = 1 is never a privacy model, even on purpose.
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "--weaken-privacy",
+            "--overwrite",
+            "--k",
+            "1",
+            "-c",
+        ])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("k >= 2"), "{}", show(&o));
+}
+
+#[test]
+fn a_failing_metrics_file_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.parquet");
+    let job = adult_job(dir.path(), |t| t);
+    let metrics = dir.path().join("no-such-dir").join("m.json");
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out)
+        .arg("--metrics-json")
+        .arg(&metrics));
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stderr(&o).contains("--metrics-json"), "{}", show(&o));
+    assert!(
+        !out.exists(),
+        "the release was published although its metrics failed"
+    );
+    assert_eq!(ls(dir.path()), vec!["job.toml"], "nothing left behind");
+    // And with a writable path both appear.
+    let metrics = dir.path().join("m.json");
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out)
+        .arg("--metrics-json")
+        .arg(&metrics));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&metrics).unwrap()).unwrap();
+    assert_eq!(json["files"][0], out.display().to_string());
+}
+
+#[test]
+fn input_schema_metadata_is_not_copied_into_the_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = adult().slice(0, 2000);
+    let pandas = r#"{"index_columns": ["__index_level_0__"], "columns": [{"name": "patient_id"}]}"#;
+    let schema = Schema::new_with_metadata(
+        t.schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect::<Vec<_>>(),
+        HashMap::from([("pandas".to_string(), pandas.to_string())]),
+    );
+    let input = dir.path().join("in.parquet");
+    write_parquet(
+        &input,
+        &[RecordBatch::try_new(Arc::new(schema), t.columns().to_vec()).unwrap()],
+    );
+    let out = dir.path().join("out.parquet");
+    let job = adult_job(dir.path(), |t| t);
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let kv = parquet_metadata(std::fs::read(&out).unwrap());
+    assert!(kv.iter().all(|(k, _)| k != "pandas"), "{kv:?}");
+    assert!(kv.iter().any(|(k, _)| k == "kanon.version"));
+}
+
+#[test]
+fn datafly_that_would_suppress_every_row_is_infeasible() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.parquet");
+    let job = adult_job(dir.path(), |t| {
+        t.replace("name = \"mondrian\"", "name = \"datafly\"")
+            .replace("\nk = 10\n", "\nk = 10\nsuppression_limit = 1.0\n")
+    });
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out));
+    // Either a real generalisation is published or the job is infeasible;
+    // never an empty release with exit 0.
+    if o.status.code() == Some(0) {
+        let release = read_parquet(&out);
+        assert!(release.num_rows() > 0, "{}", show(&o));
+    } else {
+        assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn duplicated_csv_header_columns_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("in.csv");
+    let mut text = String::from("sex;age;race;marital-status;education;native-country;workclass;occupation;salary-class;occupation\n");
+    let sample = std::fs::read_to_string(root().join("data/adult/adult-sample.csv")).unwrap();
+    for line in sample.lines().skip(1) {
+        text.push_str(line);
+        text.push_str(";Sales\n");
+    }
+    std::fs::write(&csv, text).unwrap();
+    let out = dir.path().join("out.parquet");
+    let job = adult_job(dir.path(), |t| t.replace("k = 10", "k = 2"));
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&csv)
+        .arg("-o")
+        .arg(&out)
+        .args(["--set", "input.delimiter=;"]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("occupation"), "{}", show(&o));
+    assert!(!out.exists());
+}
