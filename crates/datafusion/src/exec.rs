@@ -32,6 +32,7 @@ use datafusion::physical_plan::{
 };
 use futures::{StreamExt, TryStreamExt};
 use kanon_engine::encode::Encoder;
+use kanon_engine::partition::SUPPRESSED;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::{release_schema, Recoder};
 use kanon_engine::spec::Role;
@@ -294,8 +295,10 @@ impl ExecutionPlan for AnonymizeExec {
         vec![&self.input]
     }
 
+    /// The release is written in an order derived from its classes, never
+    /// in input order.
     fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
+        vec![false]
     }
 
     fn benefits_from_input_partitioning(&self) -> Vec<bool> {
@@ -338,6 +341,8 @@ impl ExecutionPlan for AnonymizeExec {
         let schema = self.schema();
         let cancelled = Arc::new(AtomicBool::new(false));
         let guard = CancelOnDrop(Arc::clone(&cancelled));
+        let context_batch_size = context.session_config().batch_size();
+        let seed = self.job.spec().algorithm.seed;
         let m = metrics.clone();
         // No work before the first poll: everything happens in this future.
         let prepare = async move {
@@ -377,33 +382,62 @@ impl ExecutionPlan for AnonymizeExec {
                     batches,
                     reservation,
                 } = held;
-                let mut offset = 0;
-                let items: Vec<(RecordBatch, usize)> = match recoder {
-                    Some(_) => batches
-                        .into_iter()
-                        .map(|b| {
-                            let o = offset;
-                            offset += b.num_rows();
-                            (b, o)
-                        })
-                        .collect(),
-                    None => Vec::new(),
-                };
-                futures::stream::iter(items.into_iter().map(move |(b, o)| {
+                // The release in its order (kanon_engine::order): class by
+                // class under a seeded permutation, never in input order; the
+                // same rows `kanon anonymize` writes, in the same order.
+                let ordered = (|| -> Result<Vec<RecordBatch>> {
                     let Some(recoder) = &recoder else {
-                        return internal_err!("anonymize(): no recoder for a non-empty input");
+                        return Ok(Vec::new());
                     };
                     let timer = m.baseline.elapsed_compute().timer();
-                    let out = recoder
-                        .recode(&b, o)
-                        .map_err(|e| engine_error("anonymize", e, false))?;
-                    reservation.shrink(b.get_array_memory_size().min(reservation.size()));
-                    drop(b);
-                    let out = match &projection {
-                        Some(p) => out.project(p)?,
-                        None => out,
+                    let mut released = Vec::with_capacity(batches.len());
+                    let mut groups = Vec::new();
+                    let mut offset = 0;
+                    for b in batches {
+                        let n = b.num_rows();
+                        released.push(
+                            recoder
+                                .recode(&b, offset)
+                                .map_err(|e| engine_error("anonymize", e, false))?,
+                        );
+                        groups.extend(
+                            recoder.group_of_row()[offset..offset + n]
+                                .iter()
+                                .copied()
+                                .filter(|&g| g != SUPPRESSED),
+                        );
+                        offset += n;
+                        reservation.shrink(b.get_array_memory_size().min(reservation.size()));
+                    }
+                    let Some(first) = released.first() else {
+                        return Ok(Vec::new());
                     };
+                    let release_schema = first.schema();
+                    let all = recoder
+                        .release_order(seed)
+                        .sort(&release_schema, &released, &groups)
+                        .map_err(|e| engine_error("anonymize", e, false))?;
+                    drop(released);
+                    let chunk = context_batch_size.max(1);
+                    let mut out = Vec::with_capacity(all.num_rows().div_ceil(chunk));
+                    let mut start = 0;
+                    while start < all.num_rows() {
+                        let b = all.slice(start, chunk.min(all.num_rows() - start));
+                        start += b.num_rows();
+                        out.push(match &projection {
+                            Some(p) => b.project(p)?,
+                            None => b,
+                        });
+                    }
                     timer.done();
+                    Ok(out)
+                })();
+                let items: Vec<Result<RecordBatch>> = match ordered {
+                    Ok(batches) => batches.into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(e)],
+                };
+                futures::stream::iter(items.into_iter().map(move |out| {
+                    let out = out?;
                     match m.baseline.record_poll(Poll::Ready(Some(Ok(out)))) {
                         Poll::Ready(Some(r)) => r,
                         _ => internal_err!("anonymize(): lost a recoded batch"),

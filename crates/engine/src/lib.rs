@@ -23,6 +23,7 @@ pub mod generalise;
 pub mod hierarchical_distance;
 pub mod hierarchy;
 pub mod metrics;
+pub mod order;
 pub mod partition;
 pub mod pipeline;
 pub mod privacy;

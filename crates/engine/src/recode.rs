@@ -211,6 +211,30 @@ impl Recoder {
     pub fn n_rows(&self) -> usize {
         self.group_of_row.len()
     }
+
+    /// The group of every input row ([`SUPPRESSED`] for withheld rows).
+    pub fn group_of_row(&self) -> &[u32] {
+        &self.group_of_row
+    }
+
+    /// The number of groups.
+    pub fn n_groups(&self) -> usize {
+        self.labels.first().map_or_else(
+            || {
+                self.group_of_row
+                    .iter()
+                    .filter(|&&g| g != SUPPRESSED)
+                    .max()
+                    .map_or(0, |&g| g as usize + 1)
+            },
+            |l| l.key_of_group.len(),
+        )
+    }
+
+    /// The release order of this recoding's groups under `seed`.
+    pub fn release_order(&self, seed: u64) -> crate::order::ReleaseOrder {
+        crate::order::ReleaseOrder::new(&self.group_of_row, self.n_groups(), seed)
+    }
 }
 
 #[cfg(test)]

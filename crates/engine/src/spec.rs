@@ -90,6 +90,11 @@ pub struct OutputSpec {
     /// Replace an existing release, like `--overwrite`; default false.
     #[serde(default)]
     pub overwrite: Option<bool>,
+    /// Released rows sorted in memory at once (the release order is derived
+    /// from the classes, not the input); a larger release is written in
+    /// buckets, reading the input once per bucket. Default 2000000.
+    #[serde(default)]
+    pub buffer_rows: Option<u64>,
 }
 
 /// Object storage settings (read by the front end, not the engine).

@@ -19,8 +19,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use arrow::array::{BooleanArray, RecordBatch};
+use arrow::compute::filter_record_batch;
 use clap::Args;
 use kanon_engine::encode::Encoder;
+use kanon_engine::partition::SUPPRESSED;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::Recoder;
 use kanon_engine::spec::JobSpec;
@@ -34,6 +37,9 @@ use crate::ops::{barrier, check_interrupt, peak_rss_bytes, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
+
+/// Rows of the release sorted in memory at once (`output.buffer_rows`).
+const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
 
 /// Arguments of `kanon anonymize`.
 #[derive(Debug, Args)]
@@ -222,25 +228,64 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         ReleaseVerifier::try_new(spec, &out_schema).context("cannot check the release")?;
     dataset.check_unchanged(&storage)?;
     barrier("between-passes")?;
-    let mut writer = ReleaseWriter::create(&storage, output.clone(), out_schema, options)?;
-    let bar = ui.bar("pass 2/2", Some(rows_in));
-    let mut offset = 0usize;
-    for batch in dataset.scan(&storage, None, false) {
-        check_interrupt()?;
-        let batch = batch?;
-        if offset + batch.num_rows() > recoder.n_rows() {
-            return Err(changed(&input, rows_in, offset + batch.num_rows()));
+    let mut writer = ReleaseWriter::create(&storage, output.clone(), out_schema.clone(), options)?;
+    // Rows are written class by class in a seeded order, never in input
+    // order (kanon_engine::order); a release larger than the buffer is
+    // written in buckets of classes, one scan of the input per bucket.
+    let order = recoder.release_order(spec.algorithm.seed);
+    let buckets = order.buckets(
+        spec.output
+            .buffer_rows
+            .unwrap_or(DEFAULT_BUFFER_ROWS)
+            .max(1),
+    );
+    let single = buckets.ranges().len() == 1;
+    let bar = ui.bar("pass 2/2", Some(rows_in * buckets.ranges().len() as u64));
+    for range in buckets.ranges() {
+        let mut kept: Vec<RecordBatch> = Vec::new();
+        let mut kept_groups: Vec<u32> = Vec::new();
+        let mut offset = 0usize;
+        for batch in dataset.scan(&storage, None, false) {
+            check_interrupt()?;
+            let batch = batch?;
+            let n = batch.num_rows();
+            if offset + n > recoder.n_rows() {
+                return Err(changed(&input, rows_in, offset + n));
+            }
+            let released = recoder.recode(&batch, offset)?;
+            let groups = recoder.group_of_row()[offset..offset + n]
+                .iter()
+                .copied()
+                .filter(|&g| g != SUPPRESSED);
+            if single {
+                kept_groups.extend(groups);
+                kept.push(released);
+            } else {
+                let groups: Vec<u32> = groups.collect();
+                let mask: BooleanArray = groups
+                    .iter()
+                    .map(|&g| Some(range.contains(&order.rank(g))))
+                    .collect();
+                kept_groups.extend(
+                    groups
+                        .iter()
+                        .copied()
+                        .filter(|&g| range.contains(&order.rank(g))),
+                );
+                kept.push(filter_record_batch(&released, &mask)?);
+            }
+            offset += n;
+            bar.inc(n as u64);
         }
-        let released = recoder.recode(&batch, offset)?;
-        offset += batch.num_rows();
-        verifier.push(&released)?;
-        writer.write(&released)?;
-        bar.inc(batch.num_rows() as u64);
+        if offset as u64 != rows_in {
+            return Err(changed(&input, rows_in, offset));
+        }
+        let sorted = order.sort(&out_schema, &kept, &kept_groups)?;
+        drop(kept);
+        verifier.push(&sorted)?;
+        writer.write(&sorted)?;
     }
     bar.finish_and_clear();
-    if offset as u64 != rows_in {
-        return Err(changed(&input, rows_in, offset));
-    }
     let release_check = verifier
         .finish(&privacy)
         .context("the recoded release failed verification; nothing was written")?;
