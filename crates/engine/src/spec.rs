@@ -122,9 +122,14 @@ pub struct StorageSpec {
     /// `AWS_PROFILE` or `default`.
     #[serde(default)]
     pub profile: Option<String>,
-    /// Retries of a failed request, default 3.
+    /// Retries of a failed request, default 10 (backing off from 0.5 s to
+    /// 15 s between tries).
     #[serde(default)]
     pub max_retries: Option<usize>,
+    /// No retry starts later than this many seconds after a request's first
+    /// try, default 60.
+    #[serde(default)]
+    pub retry_timeout_s: Option<u64>,
     /// Timeout of one request in seconds, default 30.
     #[serde(default)]
     pub timeout_s: Option<u64>,

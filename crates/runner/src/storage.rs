@@ -219,20 +219,34 @@ impl Storage {
             b = b.with_virtual_hosted_style_request(v);
         }
         let timeout = Duration::from_secs(s.timeout_s.unwrap_or(30).max(1));
+        let allow_http =
+            s.allow_http.unwrap_or(false) || env("AWS_ALLOW_HTTP").is_some_and(|v| v == "true");
+        if let Some(e) = b.get_config_value(&AmazonS3ConfigKey::Endpoint) {
+            if e.starts_with("http://") && !allow_http {
+                return Err(Failure::bad_input(format!(
+                    "S3 endpoint {e} is plain HTTP: pass --s3-allow-http (or set `storage.allow_http = true`) for a local test server, or use an https:// endpoint"
+                ))
+                .into());
+            }
+        }
+        // A failed request is retried with exponential backoff until
+        // `retry_timeout_s` (default 60 s) has passed since the first try,
+        // so a short outage does not fail the job.
         b = b
             .with_retry(RetryConfig {
-                max_retries: s.max_retries.unwrap_or(3),
-                retry_timeout: timeout * 2,
-                ..Default::default()
+                max_retries: s.max_retries.unwrap_or(10),
+                retry_timeout: Duration::from_secs(s.retry_timeout_s.unwrap_or(60)),
+                backoff: object_store::BackoffConfig {
+                    init_backoff: Duration::from_millis(500),
+                    max_backoff: Duration::from_secs(15),
+                    base: 2.0,
+                },
             })
             .with_client_options(
                 ClientOptions::new()
                     .with_timeout(timeout)
                     .with_connect_timeout(Duration::from_secs(5))
-                    .with_allow_http(
-                        s.allow_http.unwrap_or(false)
-                            || env("AWS_ALLOW_HTTP").is_some_and(|v| v == "true"),
-                    ),
+                    .with_allow_http(allow_http),
             );
         // Without static keys object_store falls back to the instance
         // metadata service; that only makes sense on AWS itself, so a custom

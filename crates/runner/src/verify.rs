@@ -44,6 +44,27 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         .map(|a| a.name.clone())
         .collect();
     columns.dedup();
+    // Direct identifiers must be gone: an identifying column (or, under
+    // `[columns] unlisted = "identifying"`, any column the job does not
+    // list) in the release is a violation, whatever the classes.
+    let leaked: Vec<&str> = dataset
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|n| {
+            kanon_engine::columns::role_of(&job.spec, n)
+                == Some(kanon_engine::spec::Role::Identifying)
+        })
+        .collect();
+    if !leaked.is_empty() {
+        println!(
+            "{location}: does NOT satisfy the job: it holds identifying column(s) {}, which a release must drop",
+            leaked.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        );
+        tracing::warn!(release = %location, "release holds identifying columns");
+        return Ok(ExitCode::from(exit::VERIFY_FAILED));
+    }
     let mut verifier = ReleaseVerifier::try_new(&job.spec, &dataset.schema)
         .with_context(|| format!("cannot check release {location}"))?;
     let bar = ui.bar("verify", dataset.rows);

@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Field, Schema};
 use common::*;
 
@@ -371,4 +371,100 @@ fn row_position_carries_no_input_position() {
     let bucketed = release(10, 1000, "a3.parquet");
     assert_eq!(ids(&a), ids(&bucketed));
     assert_eq!(read_parquet(&a), read_parquet(&bucketed));
+}
+
+#[test]
+fn timestamps_with_named_time_zones_are_quasi_identifiers() {
+    use arrow::array::TimestampSecondArray;
+    for tz in ["UTC", "+00:00", "Europe/Paris", "America/New_York"] {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 200;
+        let seen = TimestampSecondArray::from(
+            (0..n)
+                .map(|i| 1_700_000_000 + (i % 20) * 86_400)
+                .collect::<Vec<i64>>(),
+        )
+        .with_timezone(tz);
+        let v = StringArray::from(
+            (0..n)
+                .map(|i| if i % 3 == 0 { "a" } else { "b" })
+                .collect::<Vec<_>>(),
+        );
+        let schema = Schema::new(vec![
+            Field::new("seen", seen.data_type().clone(), false),
+            Field::new("v", arrow::datatypes::DataType::Utf8, false),
+        ]);
+        let input = dir.path().join("in.parquet");
+        write_parquet(
+            &input,
+            &[RecordBatch::try_new(Arc::new(schema), vec![Arc::new(seen), Arc::new(v)]).unwrap()],
+        );
+        let job = dir.path().join("job.toml");
+        std::fs::write(&job, "[privacy]\nk = 5\n[[attributes]]\nname = \"seen\"\nrole = \"quasi-identifier\"\n[[attributes]]\nname = \"v\"\nrole = \"sensitive\"\n").unwrap();
+        let out = dir.path().join("out.parquet");
+        let o = run(kanon()
+            .args(["anonymize", "-c"])
+            .arg(&job)
+            .arg("-i")
+            .arg(&input)
+            .arg("-o")
+            .arg(&out));
+        assert_eq!(o.status.code(), Some(0), "tz {tz}: {}", show(&o));
+    }
+}
+
+#[test]
+fn an_http_endpoint_without_allow_http_names_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.parquet");
+    let o = run(kanon()
+        .args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "--s3-endpoint",
+            "http://127.0.0.1:9",
+            "-i",
+            "s3://bucket/adult/",
+            "-o",
+        ])
+        .arg(&out)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test"));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("--s3-allow-http"), "{}", show(&o));
+}
+
+#[test]
+fn verify_fails_a_release_that_holds_an_identifying_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    write_parquet(&input, &[adult_with_ids()]);
+    let out = dir.path().join("out.parquet");
+    // Published by a job that (wrongly) calls patient_id insensitive ...
+    let lax = adult_job(dir.path(), |t| {
+        format!("[columns]\nunlisted = \"insensitive\"\n{t}")
+    });
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&lax)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // ... and checked against the job that knows it identifies people.
+    let strict_dir = tempfile::tempdir().unwrap();
+    let strict = adult_job(strict_dir.path(), |t| t + &identifying("patient_id"));
+    let o = run(kanon()
+        .args(["verify", "-c"])
+        .arg(&strict)
+        .arg("-i")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("`patient_id`") && stdout(&o).contains("does NOT satisfy"),
+        "{}",
+        show(&o)
+    );
 }

@@ -338,6 +338,7 @@ impl Moto {
             .env("KANON_STORAGE_ENDPOINT", self.endpoint())
             .env("KANON_STORAGE_ALLOW_HTTP", "true")
             .env("KANON_STORAGE_MAX_RETRIES", "1")
+            .env("KANON_STORAGE_RETRY_TIMEOUT_S", "5")
             .env("KANON_STORAGE_TIMEOUT_S", "10");
         c
     }
