@@ -89,9 +89,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let storage = Storage::new(&spec.storage);
     let input = job.input(args.input.as_deref())?;
     let output = job.output(args.output.as_deref())?;
-    if input == output {
+    if output.overlaps(&input) {
         return Err(Failure::bad_input(format!(
-            "output {output} is the input; choose another --output"
+            "output {output} is, contains or lies inside the input {input}: writing it could overwrite the input or be read back as input by the next run; choose an --output outside the input"
         ))
         .into());
     }

@@ -74,6 +74,38 @@ impl Location {
         Ok(Location::Local(PathBuf::from(s)))
     }
 
+    /// Whether writing `self` could touch what reading `input` reads:
+    /// the same file or object, or one inside the other (a release inside
+    /// an input directory or prefix is read back by the next run; an output
+    /// directory around the input replaces it). Local paths are compared by
+    /// the real path of their nearest existing ancestor (so `dir/../in`,
+    /// `./in` and symlinks are seen through), S3 keys by path segment after
+    /// collapsing `//` and `./`. Globs count from their first wildcard's
+    /// directory.
+    pub fn overlaps(&self, input: &Location) -> bool {
+        match (self, input) {
+            (Location::Local(out), Location::Local(inp)) => {
+                let (a, b) = (canonical(out), canonical(&glob_root(inp)));
+                a.starts_with(&b) || b.starts_with(&a)
+            }
+            (
+                Location::S3 {
+                    bucket: ob,
+                    key: ok,
+                },
+                Location::S3 {
+                    bucket: ib,
+                    key: ik,
+                },
+            ) => {
+                let root = glob_root_key(ik);
+                let (a, b) = (key_segments(ok), key_segments(&root));
+                ob == ib && (a.starts_with(&b) || b.starts_with(&a))
+            }
+            _ => false,
+        }
+    }
+
     /// Whether this is an object store location.
     pub fn is_remote(&self) -> bool {
         matches!(self, Location::S3 { .. })
@@ -101,6 +133,70 @@ impl Location {
             Location::Local(_) => None,
         }
     }
+}
+
+/// `path` made absolute through the real path of its nearest existing
+/// ancestor, with `.` and `..` of the rest resolved by name.
+fn canonical(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let mut base = absolute.as_path();
+    let resolved = loop {
+        if let Ok(real) = base.canonicalize() {
+            break real;
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                base = parent;
+            }
+            _ => break base.to_path_buf(),
+        }
+    };
+    let mut out = resolved;
+    for part in rest.iter().rev() {
+        match part.to_str() {
+            Some(".") => {}
+            Some("..") => {
+                out.pop();
+            }
+            _ => out.push(part),
+        }
+    }
+    out
+}
+
+/// The directory a glob starts from (the path itself when it has none).
+fn glob_root(path: &Path) -> PathBuf {
+    let mut root = PathBuf::new();
+    for c in path.components() {
+        if c.as_os_str().to_string_lossy().contains(['*', '?', '[']) {
+            break;
+        }
+        root.push(c);
+    }
+    root
+}
+
+/// An S3 key up to its first wildcard.
+fn glob_root_key(key: &str) -> String {
+    match key.find(['*', '?', '[']) {
+        Some(i) => key[..i]
+            .rsplit_once('/')
+            .map_or(String::new(), |(d, _)| d.to_string()),
+        None => key.to_string(),
+    }
+}
+
+/// The segments of an S3 key, without empty and `.` segments.
+fn key_segments(key: &str) -> Vec<&str> {
+    key.split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect()
 }
 
 impl fmt::Display for Location {
@@ -637,6 +733,39 @@ pub mod aws_profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_locations_are_seen_through_aliases() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("in.parquet"), b"x").unwrap();
+        let local = |p: PathBuf| Location::Local(p);
+        let input = local(d.join("in.parquet"));
+        for alias in [
+            d.join("sub/../in.parquet"),
+            d.join("./in.parquet"),
+            d.join("sub/../sub/./../in.parquet"),
+        ] {
+            assert!(local(alias.clone()).overlaps(&input), "{}", alias.display());
+        }
+        std::os::unix::fs::symlink(d.join("in.parquet"), d.join("link.parquet")).unwrap();
+        assert!(local(d.join("link.parquet")).overlaps(&input));
+        assert!(!local(d.join("out.parquet")).overlaps(&input));
+        // Containment both ways: a release inside an input directory or
+        // glob, an output directory around the input.
+        assert!(local(d.join("sub/out.parquet")).overlaps(&local(d.join("sub"))));
+        assert!(local(d.join("sub/out.parquet")).overlaps(&local(d.join("sub/*.parquet"))));
+        assert!(local(d.to_path_buf()).overlaps(&input));
+        let s3 = |s: &str| Location::parse(s).unwrap();
+        assert!(s3("s3://lake/adult/r.parquet").overlaps(&s3("s3://lake/adult/")));
+        assert!(s3("s3://lake//adult/./r.parquet").overlaps(&s3("s3://lake/adult")));
+        assert!(s3("s3://lake/adult").overlaps(&s3("s3://lake/adult/part-0.parquet")));
+        assert!(s3("s3://lake/adult/x.parquet").overlaps(&s3("s3://lake/adult/*.parquet")));
+        assert!(!s3("s3://lake/adult-k10.parquet").overlaps(&s3("s3://lake/adult/")));
+        assert!(!s3("s3://other/adult/r.parquet").overlaps(&s3("s3://lake/adult/")));
+        assert!(!s3("s3://lake/adult/r.parquet").overlaps(&local(d.join("adult"))));
+    }
 
     #[test]
     fn parses_locations() {

@@ -468,3 +468,37 @@ fn verify_fails_a_release_that_holds_an_identifying_column() {
         show(&o)
     );
 }
+
+#[test]
+fn an_output_that_aliases_the_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let input = dir.path().join("in.parquet");
+    write_parquet(&input, &[adult().slice(0, 2000)]);
+    let before = std::fs::read(&input).unwrap();
+    let job = adult_job(dir.path(), |t| t);
+    for out in [
+        dir.path().join("sub/../in.parquet"),
+        dir.path().join("./in.parquet"),
+        dir.path().to_path_buf(),
+    ] {
+        let o = run(kanon()
+            .args(["anonymize", "--overwrite", "-c"])
+            .arg(&job)
+            .arg("-i")
+            .arg(&input)
+            .arg("-o")
+            .arg(&out));
+        assert_eq!(o.status.code(), Some(2), "{}: {}", out.display(), show(&o));
+        assert!(
+            stderr(&o).contains("choose an --output outside the input"),
+            "{}",
+            show(&o)
+        );
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            before,
+            "the input was touched"
+        );
+    }
+}
