@@ -8,7 +8,11 @@
 //! - a local split release is written to a hidden temporary directory that
 //!   is renamed into place;
 //! - on S3 every file is a multipart upload that is completed only at
-//!   commit, after all its parts were uploaded and the release verified.
+//!   commit, after all its parts were uploaded and the release verified;
+//!   without `--overwrite` it is uploaded to a hidden `.kanon-tmp-*` key
+//!   and published by a copy that S3 completes only if the destination key
+//!   is still free (`If-None-Match: *`), so of two concurrent runs exactly
+//!   one publishes.
 //!
 //! Dropping an uncommitted writer (an error, a failed verification, an
 //! interrupt) removes the temporary files and aborts the uploads.
@@ -140,6 +144,9 @@ struct S3Upload<'a> {
     buffer: Vec<u8>,
     tasks: JoinSet<object_store::Result<()>>,
     location: Location,
+    /// Without `overwrite`, the hidden key the parts are uploaded to; the
+    /// commit copies it to `location` only if nothing is there yet.
+    staged: Option<Location>,
     done: bool,
 }
 
@@ -380,7 +387,12 @@ impl<'a> ReleaseWriter<'a> {
             }
             Location::S3 { bucket, .. } => {
                 let store: Arc<dyn ObjectStore> = self.storage.s3(bucket)?;
-                let path = location.object_path().expect("s3 path");
+                let staged = (!self.options.overwrite).then(|| staging_key(&location));
+                let path = staged
+                    .as_ref()
+                    .unwrap_or(&location)
+                    .object_path()
+                    .expect("s3 path");
                 let upload = self
                     .storage
                     .block_on(store.put_multipart(&path))
@@ -391,6 +403,7 @@ impl<'a> ReleaseWriter<'a> {
                     buffer: Vec::with_capacity(PART_BYTES + (1 << 20)),
                     tasks: JoinSet::new(),
                     location: location.clone(),
+                    staged,
                     done: false,
                 }));
                 self.uploads.push(upload.clone());
@@ -523,13 +536,34 @@ impl<'a> ReleaseWriter<'a> {
                 sync_parent(&dest);
             }
             Location::S3 { .. } => {
+                let staged: Vec<Location> = self
+                    .uploads
+                    .iter()
+                    .filter_map(|u| u.lock().expect("upload lock").staged.clone())
+                    .collect();
                 for (i, u) in self.uploads.iter().enumerate() {
                     if let Err(e) = u.lock().expect("upload lock").complete() {
                         // Best effort: take back what was completed.
-                        for l in &files[..i] {
+                        for l in files[..i].iter().chain(&staged[..i.min(staged.len())]) {
                             let _ = self.storage.delete(l);
                         }
                         return Err(e);
+                    }
+                }
+                // Without --overwrite, each file is published by a copy that
+                // S3 completes only if the key is still free: of two
+                // concurrent runs, exactly one publishes.
+                for (i, (tmp, dest)) in staged.iter().zip(&files).enumerate() {
+                    if let Err(e) = self.storage.copy_if_not_exists(tmp, dest) {
+                        for l in staged.iter().chain(&files[..i]) {
+                            let _ = self.storage.delete(l);
+                        }
+                        return Err(e);
+                    }
+                }
+                for tmp in &staged {
+                    if let Err(e) = self.storage.delete(tmp) {
+                        tracing::warn!(location = %tmp, error = %e, "cannot remove a staged upload");
                     }
                 }
                 if split && self.options.overwrite {
@@ -545,6 +579,25 @@ impl<'a> ReleaseWriter<'a> {
         }
         self.committed = true;
         Ok(files)
+    }
+}
+
+/// The hidden key a file is uploaded to before a conditional commit:
+/// `.kanon-tmp-<random>-<name>` next to it, easy to find and to clean up.
+fn staging_key(dest: &Location) -> Location {
+    let Location::S3 { bucket, key } = dest else {
+        return dest.clone();
+    };
+    let nonce: u64 = rand::random();
+    let (dir, name) = key.rsplit_once('/').unwrap_or(("", key));
+    let staged = format!(".kanon-tmp-{nonce:016x}-{name}");
+    Location::S3 {
+        bucket: bucket.clone(),
+        key: if dir.is_empty() {
+            staged
+        } else {
+            format!("{dir}/{staged}")
+        },
     }
 }
 

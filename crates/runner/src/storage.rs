@@ -314,6 +314,7 @@ impl Storage {
         if let Some(v) = s.virtual_hosted_style {
             b = b.with_virtual_hosted_style_request(v);
         }
+        b = b.with_copy_if_not_exists(object_store::aws::S3CopyIfNotExists::Multipart);
         let timeout = Duration::from_secs(s.timeout_s.unwrap_or(30).max(1));
         let allow_http =
             s.allow_http.unwrap_or(false) || env("AWS_ALLOW_HTTP").is_some_and(|v| v == "true");
@@ -364,6 +365,27 @@ impl Storage {
         b.build()
             .map_err(|e| Failure::bad_input(format!("S3 settings for bucket `{bucket}`: {e}")))
             .map_err(Into::into)
+    }
+
+    /// Copies `from` to `to` only if `to` does not exist (S3: a multipart
+    /// copy completed with `If-None-Match: *`).
+    ///
+    /// # Errors
+    /// Exit code 5 when `to` exists; other store failures.
+    pub fn copy_if_not_exists(&self, from: &Location, to: &Location) -> Result<()> {
+        let (store, src) = self.remote(from)?;
+        let (_, dst) = self.remote(to)?;
+        match self.block_on(store.copy_if_not_exists(&src, &dst)) {
+            Ok(()) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => Err(Failure::new(
+                crate::exit::OUTPUT_EXISTS,
+                format!(
+                    "output {to} appeared while kanon was writing (another run published it first); nothing was replaced (pass --overwrite to replace it)"
+                ),
+            )
+            .into()),
+            Err(e) => Err(s3_error(e, to)),
+        }
     }
 
     /// The store and object path of an S3 location.

@@ -456,3 +456,86 @@ fn sql_over_a_bucket_table_into_the_bucket() {
     assert!(m.keys("lake", "releases/impossible").is_empty());
     assert!(m.pending_uploads("lake").is_empty());
 }
+
+/// Two runs racing to publish the same S3 release without `--overwrite`:
+/// both reach the commit with the destination free; exactly one publishes,
+/// the other exits 5 and leaves nothing (no staged object, no upload).
+#[test]
+fn of_two_concurrent_runs_exactly_one_publishes() {
+    let Some(m) = Moto::start() else { return };
+    m.create_bucket("lake");
+    let _local = upload_adult(&m, "lake", "adult/");
+    let barriers: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let children: Vec<std::process::Child> = barriers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            std::fs::write(b.path().join("before-commit.wait"), b"").unwrap();
+            m.kanon()
+                .env("KANON_TEST_BARRIER", b.path())
+                .args([
+                    "anonymize",
+                    "-c",
+                    "configs/adult.toml",
+                    "--seed",
+                    &(i + 1).to_string(),
+                    "-i",
+                    "s3://lake/adult/",
+                    "-o",
+                    "s3://lake/releases/race.parquet",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = Instant::now();
+    while !barriers
+        .iter()
+        .all(|b| b.path().join("before-commit").exists())
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "barrier not reached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Both checked that the destination is free; release them together.
+    for b in &barriers {
+        std::fs::remove_file(b.path().join("before-commit.wait")).unwrap();
+    }
+    let outputs: Vec<std::process::Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let codes: Vec<Option<i32>> = outputs.iter().map(|o| o.status.code()).collect();
+    let winners = codes.iter().filter(|c| **c == Some(0)).count();
+    assert_eq!(
+        winners,
+        1,
+        "{codes:?}\n{}\n{}",
+        show(&outputs[0]),
+        show(&outputs[1])
+    );
+    assert!(
+        codes.contains(&Some(5)),
+        "{codes:?}\n{}\n{}",
+        show(&outputs[0]),
+        show(&outputs[1])
+    );
+    assert_eq!(m.keys("lake", "releases/"), vec!["releases/race.parquet"]);
+    assert!(m.pending_uploads("lake").is_empty());
+    // The published object is the winner's, whole.
+    let winner = codes.iter().position(|c| *c == Some(0)).unwrap();
+    let seed = (winner + 1).to_string();
+    let kv = parquet_metadata(m.get("lake", "releases/race.parquet"));
+    assert!(
+        kv.iter().any(|(k, v)| k == "kanon.seed" && *v == seed),
+        "{kv:?}"
+    );
+    assert_eq!(
+        read_parquet_bytes(m.get("lake", "releases/race.parquet")).num_rows(),
+        30162
+    );
+}
