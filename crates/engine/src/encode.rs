@@ -325,7 +325,6 @@ enum Dictionary {
 #[derive(Debug)]
 struct ColumnEncoder {
     spec: AttributeSpec,
-    index: usize,
     kind: Kind,
     generalisation: GeneralisationSpec,
     dict: Dictionary,
@@ -386,7 +385,7 @@ impl Encoder {
     ) -> Result<Self> {
         spec.validate()?;
         let make = |a: &AttributeSpec| -> Result<ColumnEncoder> {
-            let (index, field) = schema.column_with_name(&a.name).ok_or_else(|| {
+            let (_, field) = schema.column_with_name(&a.name).ok_or_else(|| {
                 let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
                 Error::data(
                     &a.name,
@@ -453,7 +452,6 @@ impl Encoder {
             };
             Ok(ColumnEncoder {
                 spec: a.clone(),
-                index,
                 kind,
                 generalisation,
                 dict,
@@ -486,6 +484,14 @@ impl Encoder {
     /// (values missing from a hierarchy) are counted and reported by
     /// [`Encoder::finish`].
     pub fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        // Row ids are u32 (u32::MAX marks suppression): a larger table is a
+        // clear error, never a silent wrap.
+        if self.n_rows + batch.num_rows() >= u32::MAX as usize {
+            return Err(Error::ResourcesExhausted(format!(
+                "more than {} rows in one table; kanon's row ids are 32-bit: split the input into several jobs",
+                u32::MAX - 1
+            )));
+        }
         let offset = self.n_rows as u32;
         for (is_qi, col) in self
             .columns
@@ -493,18 +499,30 @@ impl Encoder {
             .map(|c| (true, c))
             .chain(self.sensitive.iter_mut().map(|c| (false, c)))
         {
+            // By name only: a batch without the column is an error, never
+            // another column that happens to stand at the same index.
             let array = match batch.schema().index_of(&col.spec.name) {
                 Ok(i) => batch.column(i).clone(),
-                Err(_) => batch.column(col.index).clone(),
+                Err(_) => {
+                    return Err(Error::data(
+                        &col.spec.name,
+                        "is missing from a batch of the input (its schema changed while reading); nothing was published",
+                    ))
+                }
             };
             let before = col.codes.len();
             col.encode(&array)?;
-            if is_qi && array.null_count() > 0 {
+            // Logical nulls: a dictionary key pointing at a null value is a
+            // null too.
+            if let Some(nulls) = array
+                .logical_nulls()
+                .filter(|n| is_qi && n.null_count() > 0)
+            {
                 if col.spec.nulls == NullPolicy::Error {
-                    col.nulls += array.null_count();
+                    col.nulls += nulls.null_count();
                 } else {
                     for i in 0..array.len() {
-                        if array.is_null(i) {
+                        if nulls.is_null(i) {
                             self.excluded.push(offset + i as u32);
                         }
                     }
@@ -566,6 +584,9 @@ impl Encoder {
 
 const NULL_CODE: u32 = crate::codes::NULL;
 
+/// The largest integer magnitude an f64 holds exactly.
+const MAX_EXACT_INTEGER: u64 = 1 << 53;
+
 /// What a column's dictionary becomes when encoding finishes: the label and
 /// numeric value of every final code, the hierarchy, and the rank that turns
 /// provisional codes (order of first appearance) into final ones (value
@@ -594,14 +615,32 @@ impl ColumnEncoder {
         &mut self,
         array: &DictionaryArray<K>,
     ) -> Result<()> {
-        let value_codes = self.provisional_codes(array.values())?;
+        // Only the dictionary values some row uses are data: unused values
+        // must not enter the domain, the bounds or the hierarchy checks.
+        let mut slot = vec![u32::MAX; array.values().len()];
+        let mut used: Vec<u32> = Vec::new();
+        for i in 0..array.len() {
+            if array.is_valid(i) {
+                let k = arrow::datatypes::ArrowNativeType::as_usize(array.keys().value(i));
+                if slot[k] == u32::MAX {
+                    slot[k] = used.len() as u32;
+                    used.push(k as u32);
+                }
+            }
+        }
+        let used_values = arrow::compute::take(
+            array.values().as_ref(),
+            &arrow::array::UInt32Array::from(used),
+            None,
+        )?;
+        let value_codes = self.provisional_codes(&used_values)?;
         let codes: Vec<u32> = (0..array.len())
             .map(|i| {
                 if array.is_null(i) {
                     NULL_CODE
                 } else {
                     let k = arrow::datatypes::ArrowNativeType::as_usize(array.keys().value(i));
-                    value_codes[k]
+                    value_codes[slot[k] as usize]
                 }
             })
             .collect();
@@ -614,6 +653,27 @@ impl ColumnEncoder {
         let mut out = Vec::with_capacity(array.len());
         match &mut self.dict {
             Dictionary::Numbers(map, values) => {
+                // Numbers are kept as f64, exact up to 2^53: a larger integer
+                // would be published as a value the input never held.
+                let too_big = match array.data_type() {
+                    DataType::Int64 => array
+                        .as_primitive::<arrow::datatypes::Int64Type>()
+                        .iter()
+                        .flatten()
+                        .any(|v| v.unsigned_abs() > MAX_EXACT_INTEGER),
+                    DataType::UInt64 => array
+                        .as_primitive::<arrow::datatypes::UInt64Type>()
+                        .iter()
+                        .flatten()
+                        .any(|v| v > MAX_EXACT_INTEGER),
+                    _ => false,
+                };
+                if too_big {
+                    return Err(Error::data(
+                        &self.spec.name,
+                        "holds integers beyond 2^53, which a numeric quasi-identifier cannot publish exactly; set `type = \"categorical\"` on the attribute (exact values and value sets) or give it a hierarchy file",
+                    ));
+                }
                 let floats = if matches!(
                     array.data_type(),
                     DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
