@@ -471,7 +471,7 @@ fn run_engine(
     encoder: Encoder,
     held: Held,
     m: &Metrics,
-    cancelled: &AtomicBool,
+    cancelled: &Arc<AtomicBool>,
 ) -> Result<Prepared> {
     let spec = job.spec();
     let f = "anonymize";
@@ -495,7 +495,10 @@ fn run_engine(
     m.peak_mem_used.set_max(held.reservation.size());
     check_cancelled(cancelled)?;
     let privacy = Privacy::from_spec(spec).map_err(|e| engine_error(f, e, false))?;
-    let result = kanon_engine::pipeline::anonymize_with(spec, &table, &privacy)
+    // A dropped stream (the query cancelled, LIMIT satisfied, the client
+    // gone) sets the flag: the algorithm stops in its next inner loop.
+    let cancel = kanon_engine::cancel::Cancellation::from_flag(Arc::clone(cancelled));
+    let result = kanon_engine::pipeline::anonymize_cancellable(spec, &table, &privacy, &cancel)
         .map_err(|e| engine_error(f, e, false))?;
     m.algorithm_time
         .add_duration(result.timings.classes + result.timings.algorithm + result.timings.metrics);

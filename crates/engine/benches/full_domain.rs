@@ -29,6 +29,7 @@ fn full_domain(c: &mut Criterion) {
                 classes: &classes,
                 privacy: &privacy,
                 spec: &spec,
+                cancel: kanon_engine::cancel::Cancellation::never(),
             };
             group.bench_with_input(
                 BenchmarkId::new(algorithm, format!("k={k},s={limit}")),

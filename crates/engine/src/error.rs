@@ -43,6 +43,10 @@ pub enum Error {
     /// This is a bug in an algorithm; the release must not be written.
     #[error("verification failed, release refused: {0}")]
     VerificationFailed(String),
+    /// The work was cancelled (interrupt, time limit, dropped query)
+    /// before it finished; nothing may be released.
+    #[error("cancelled: {0}; nothing was released")]
+    Cancelled(String),
     /// A memory or size limit was reached.
     #[error("resources exhausted: {0}")]
     ResourcesExhausted(String),

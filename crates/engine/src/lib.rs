@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod algorithms;
+pub mod cancel;
 pub mod codes;
 pub mod columns;
 pub(crate) mod distance;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::algorithms::{self, Context};
+use crate::cancel::Cancellation;
 use crate::encode::{EquivalenceClasses, QiTable};
 use crate::error::Result;
 use crate::metrics::{self, Report, ReportOptions};
@@ -70,6 +71,21 @@ pub fn anonymize(spec: &JobSpec, table: &QiTable) -> Result<Anonymization> {
 /// # Errors
 /// As [`anonymize`].
 pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Anonymization> {
+    anonymize_cancellable(spec, table, privacy, Cancellation::never())
+}
+
+/// [`anonymize_with`] under a cancellation token that every algorithm
+/// checks in its inner loops.
+///
+/// # Errors
+/// As [`anonymize`], and [`crate::Error::Cancelled`] once `cancel` fires.
+pub fn anonymize_cancellable(
+    spec: &JobSpec,
+    table: &QiTable,
+    privacy: &Privacy,
+    cancel: &Cancellation,
+) -> Result<Anonymization> {
+    cancel.check()?;
     let algorithm = algorithms::by_name(spec)?;
     // Fail before any work when no release can satisfy the models (too few
     // rows for k, too few distinct sensitive values for l, ...).
@@ -84,8 +100,10 @@ pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Res
         classes: &classes,
         privacy,
         spec,
+        cancel,
     })?;
     timings.algorithm = t.elapsed();
+    cancel.check()?;
     // Only the algorithm reads the classes: free them (a class per row and
     // every class's rows) before verification and the metrics, which build
     // what they need.

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, DictionaryArray, Int64Array, RecordBatch, StringArray, UInt64Array};
-use arrow::datatypes::{DataType, Field, Int32Type, Schema};
+use arrow::datatypes::{Field, Int32Type, Schema};
 use kanon_engine::encode::Encoder;
 use kanon_engine::spec::JobSpec;
 

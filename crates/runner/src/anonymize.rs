@@ -67,6 +67,10 @@ pub struct AnonymizeArgs {
     /// Also write every metric, the verification result and the timings as JSON.
     #[arg(long, value_name = "FILE")]
     metrics_json: Option<std::path::PathBuf>,
+    /// Stop the job (exit 124, nothing written) after this many seconds,
+    /// wherever it is, the algorithm included.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
 }
 
 /// The QI and sensitive columns of a job (what pass 1 reads).
@@ -80,6 +84,14 @@ fn working_columns(spec: &JobSpec) -> Vec<String> {
 /// Runs `kanon anonymize`.
 pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let start = Instant::now();
+    if let Some(t) = args.timeout {
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(
+                Failure::bad_input(format!("--timeout {t}: give a number of seconds > 0")).into(),
+            );
+        }
+        crate::ops::set_timeout(t);
+    }
     let mut job_args = args.job.clone();
     if let Some(s) = &args.max_file_size {
         job_args.set.push(format!("output.max_file_size={s:?}"));
@@ -203,8 +215,16 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         "algorithm",
         format!("{} on {rows_in} rows", spec.algorithm.name),
     );
-    let result = kanon_engine::pipeline::anonymize_with(spec, &qi, &privacy);
+    let result = kanon_engine::pipeline::anonymize_cancellable(
+        spec,
+        &qi,
+        &privacy,
+        &crate::ops::cancellation(),
+    );
     spinner.finish_and_clear();
+    if let Err(Error::Cancelled(_)) = &result {
+        check_interrupt()?;
+    }
     let result = result.map_err(unsatisfiable)?;
     check_interrupt()?;
     tracing::info!(

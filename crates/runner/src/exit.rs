@@ -10,7 +10,9 @@
 //! | 4 | I/O failure: disk, network, object store errors | retry later |
 //! | 5 | the output already exists (and `--overwrite` was not given) | nothing, or pass `--overwrite` |
 //! | 70 | internal error (a bug in kanon) | report it |
-//! | 130 | interrupted (Ctrl-C, SIGTERM); nothing was written | run again |
+//! | 124 | the job ran past `--timeout`; nothing was written | raise the limit, or use `block_size` |
+//! | 130 | interrupted (Ctrl-C); nothing was written | run again |
+//! | 143 | terminated (SIGTERM); nothing was written | run again |
 
 use std::fmt;
 
@@ -28,8 +30,12 @@ pub const IO: u8 = 4;
 pub const OUTPUT_EXISTS: u8 = 5;
 /// A bug in kanon.
 pub const INTERNAL: u8 = 70;
-/// Stopped by a signal before anything was committed.
+/// Stopped by SIGINT before anything was committed.
 pub const INTERRUPTED: u8 = 130;
+/// Stopped by SIGTERM before anything was committed.
+pub const TERMINATED: u8 = 143;
+/// Stopped by the job's time limit before anything was committed.
+pub const TIMED_OUT: u8 = 124;
 
 /// An error that knows its exit code (the runner's own failures: missing
 /// files, existing outputs, interrupts, rejected credentials).
@@ -78,6 +84,7 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
         if let Some(e) = cause.downcast_ref::<Error>() {
             return match e {
                 Error::Unsatisfiable(_) => UNSATISFIABLE,
+                Error::Cancelled(_) => INTERRUPTED,
                 Error::VerificationFailed(_) | Error::Internal(_) => INTERNAL,
                 Error::ResourcesExhausted(_) => IO,
                 _ => BAD_INPUT,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::exit::{Failure, INTERRUPTED};
+use crate::exit::{Failure, INTERRUPTED, TERMINATED, TIMED_OUT};
 
 /// How logs are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -131,12 +131,40 @@ fn parse_vm_hwm(status: &str) -> Option<u64> {
 }
 
 static INTERRUPTED_FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+/// Set (with the flag above) when the signal was SIGTERM.
+static TERMINATED_FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+/// The job's time limit (`--timeout`).
+static DEADLINE: OnceLock<(std::time::Instant, f64)> = OnceLock::new();
+
+/// Sets the job's time limit: past it, [`check_interrupt`] and the
+/// algorithms' [`cancellation`] token stop the job (exit 124).
+pub fn set_timeout(seconds: f64) {
+    let _ = DEADLINE.set((
+        std::time::Instant::now() + Duration::from_secs_f64(seconds.max(0.0)),
+        seconds,
+    ));
+}
+
+/// The token the engine's algorithms check in their inner loops: fired by
+/// SIGINT/SIGTERM and by the job's time limit.
+pub fn cancellation() -> kanon_engine::cancel::Cancellation {
+    let flag = INTERRUPTED_FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    let c = kanon_engine::cancel::Cancellation::from_flag(flag);
+    match DEADLINE.get() {
+        Some((deadline, _)) => c.with_deadline(*deadline),
+        None => c,
+    }
+}
 
 /// Catches SIGINT and SIGTERM: the first sets a flag that the job checks
 /// between batches and steps (it then cleans up and exits 130); a second
 /// one exits at once.
 pub fn install_interrupts() {
     let flag = INTERRUPTED_FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)));
+    let terminated = TERMINATED_FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone());
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Registered first, so it sees the flag as the previous signal left it.
         let _ =
@@ -145,7 +173,8 @@ pub fn install_interrupts() {
     }
 }
 
-/// Fails with exit code 130 once an interrupt was received.
+/// Fails with exit code 130 once SIGINT was received, 143 for SIGTERM, 124
+/// once the job's time limit passed.
 ///
 /// # Errors
 /// The interrupt, as a failure.
@@ -154,11 +183,30 @@ pub fn check_interrupt() -> Result<()> {
         .get()
         .is_some_and(|f| f.load(Ordering::SeqCst))
     {
+        let term = TERMINATED_FLAG
+            .get()
+            .is_some_and(|f| f.load(Ordering::SeqCst));
         return Err(Failure::new(
-            INTERRUPTED,
-            "interrupted; nothing was written and temporary files were removed",
+            if term { TERMINATED } else { INTERRUPTED },
+            format!(
+                "{}; nothing was written and temporary files were removed",
+                if term {
+                    "terminated (SIGTERM)"
+                } else {
+                    "interrupted"
+                }
+            ),
         )
         .into());
+    }
+    if let Some((deadline, seconds)) = DEADLINE.get() {
+        if std::time::Instant::now() >= *deadline {
+            return Err(Failure::new(
+                TIMED_OUT,
+                format!("the job ran past its time limit (--timeout {seconds} s); nothing was written and temporary files were removed"),
+            )
+            .into());
+        }
     }
     Ok(())
 }

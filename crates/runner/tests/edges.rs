@@ -502,3 +502,57 @@ fn an_output_that_aliases_the_input_is_refused() {
         );
     }
 }
+
+/// HeuristicMin on Adult's eight QIs runs for seconds: a signal or the
+/// time limit must stop it inside the algorithm, promptly, leaving nothing.
+#[test]
+fn signals_and_the_time_limit_stop_the_algorithm_promptly() {
+    let hm = |dir: &std::path::Path, extra: &[&str]| {
+        let job = adult_job(dir, |t| {
+            t.replace("name = \"mondrian\"", "name = \"heuristic-min\"")
+        });
+        let mut c = kanon();
+        c.args(["anonymize", "-c"])
+            .arg(&job)
+            .arg("-o")
+            .arg(dir.join("out.parquet"))
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let child = hm(dir.path(), &[]).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let sent = std::time::Instant::now();
+        let ok = std::process::Command::new("kill")
+            .args(["-s", signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let o = child.wait_with_output().unwrap();
+        let took = sent.elapsed();
+        assert_eq!(o.status.code(), Some(code), "SIG{signal}: {}", show(&o));
+        assert!(
+            took < std::time::Duration::from_secs(4),
+            "SIG{signal}: stopped {took:?} after the signal"
+        );
+        assert_eq!(
+            ls(dir.path()),
+            vec!["job.toml"],
+            "SIG{signal} left files behind"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let start = std::time::Instant::now();
+    let o = hm(dir.path(), &["--timeout", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(124), "{}", show(&o));
+    assert!(stderr(&o).contains("--timeout"), "{}", show(&o));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(ls(dir.path()), vec!["job.toml"]);
+}

@@ -106,6 +106,7 @@ fn climb<K: Key>(ctx: &Context<'_>, lattice: &Lattice<'_>) -> Result<(Vec<u8>, V
     let active = ctx.table.n_rows() - ctx.table.excluded().len();
     let publishes = |v: &super::lattice::Verdict| v.accepted && v.suppressed < active;
     while !publishes(&lattice.verdict(&fs)) {
+        ctx.cancel.check()?;
         let next = attrs
             .iter()
             .filter(|&&q| levels[q] < lattice.heights()[q])

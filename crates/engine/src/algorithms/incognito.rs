@@ -172,6 +172,7 @@ impl Best {
 
 struct Search<'l, 'a> {
     lattice: &'l Lattice<'a>,
+    cancel: &'l crate::cancel::Cancellation,
     costs: CellCosts,
     prune: bool,
     score_all: bool,
@@ -258,6 +259,10 @@ impl Search<'_, '_> {
         let mut status = vec![Status::Pruned; space.size()];
         let mut previous: FxHashMap<u32, FrequencySet<K>> = FxHashMap::default();
         for (height, layer) in space.by_height().into_iter().enumerate() {
+            // Cancelled: stop here; `run` reports the cancel.
+            if self.cancel.is_cancelled() {
+                break;
+            }
             // What each node needs depends only on the layer below: decided
             // first, then the classes of the layer are computed in parallel
             // and the results applied in order (deterministic).
@@ -416,6 +421,7 @@ impl Algorithm for Incognito {
         }
         let search = Search {
             lattice: &lattice,
+            cancel: ctx.cancel,
             costs: lattice.cell_costs(self.params.loss),
             prune,
             score_all: !prune || lattice.max_suppressed() > 0,
@@ -444,6 +450,7 @@ impl Algorithm for Incognito {
                     (mask, explored)
                 })
                 .collect();
+            ctx.cancel.check()?;
             let mut next = FxHashMap::default();
             for (mask, e) in explored {
                 stats.add(&e.stats);

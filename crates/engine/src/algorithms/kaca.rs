@@ -417,6 +417,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 .add(c, self.index.classes.size[c as usize], key);
         }
         while let Some((e1, found)) = self.next() {
+            self.ctx.cancel.check()?;
             self.process(e1, found)?;
         }
         if self.kaca.params.refine {
@@ -681,6 +682,10 @@ impl<'a, 'm> Run<'a, 'm> {
         let mut open = vec![true; self.index.classes.len()];
         let mut searcher = Searcher::new(self.index.model);
         for _ in 0..REFINE_PASSES {
+            // Cancelled: stop refining; the pipeline reports the cancel.
+            if self.ctx.cancel.is_cancelled() {
+                break;
+            }
             self.details.refine_passes += 1;
             let slices: Vec<(u32, Member)> = (0..self.index.classes.len() as u32)
                 .filter(|&a| {
@@ -941,6 +946,7 @@ mod tests {
             classes: &classes,
             privacy: &privacy,
             spec,
+            cancel: crate::cancel::Cancellation::never(),
         })
     }
 

@@ -600,6 +600,7 @@ struct Stats {
 struct Run<'a> {
     table: &'a QiTable,
     privacy: &'a Privacy,
+    cancel: &'a crate::cancel::Cancellation,
     loss: &'a UncertaintyLoss,
     trie: Trie,
     /// Remaining rows, with each row's position for O(1) removal.
@@ -634,6 +635,7 @@ impl<'a> Run<'a> {
         Run {
             table: ctx.table,
             privacy: ctx.privacy,
+            cancel: ctx.cancel,
             loss,
             costs: vec![Vec::new(); ctx.table.n_qi()],
             trie,
@@ -675,6 +677,7 @@ impl<'a> Run<'a> {
             self.stats.started += 1;
             let mut g = Cluster::of_row(self.table, self.loss, start);
             while !self.accepts(&g.rows) {
+                self.cancel.check()?;
                 let helpful = self.nearest_tuple(&g, true);
                 let bound = helpful.map_or(f64::INFINITY, |(_, ds)| ds);
                 match (helpful, self.nearest_cluster(&g, bound)) {
@@ -924,6 +927,7 @@ impl<'a> Run<'a> {
             return self.give_up(rows);
         }
         loop {
+            self.cancel.check()?;
             let Some(i) = self
                 .finished
                 .iter()

@@ -863,6 +863,7 @@ mod tests {
             classes: &classes,
             privacy: &privacy,
             spec: &spec,
+            cancel: crate::cancel::Cancellation::never(),
         };
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 2];
@@ -907,6 +908,7 @@ mod tests {
             classes: &classes,
             privacy: &privacy,
             spec: &spec,
+            cancel: crate::cancel::Cancellation::never(),
         };
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 1, 2];

@@ -32,6 +32,9 @@ pub struct Context<'a> {
     pub privacy: &'a Privacy,
     /// The whole job (algorithm parameters, seed, attribute weights).
     pub spec: &'a JobSpec,
+    /// Checked in every algorithm's inner loops: stop with
+    /// [`Error::Cancelled`] once it fires.
+    pub cancel: &'a crate::cancel::Cancellation,
 }
 
 /// What an algorithm returns.

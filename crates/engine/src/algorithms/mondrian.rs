@@ -115,12 +115,14 @@ impl Algorithm for Mondrian {
             params: &self.params,
             cuts: AtomicUsize::new(0),
             relaxed_cuts: AtomicUsize::new(0),
+            cancel: ctx.cancel,
         };
         let regions = if rows.is_empty() {
             Vec::new()
         } else {
             cutter.split(&mut rows)
         };
+        ctx.cancel.check()?;
         let mut group_of_row = vec![SUPPRESSED; ctx.table.n_rows()];
         for (g, &(start, end)) in regions.iter().enumerate() {
             for &r in &rows[start..end] {
@@ -146,6 +148,7 @@ struct Cutter<'a> {
     params: &'a MondrianParams,
     cuts: AtomicUsize,
     relaxed_cuts: AtomicUsize,
+    cancel: &'a crate::cancel::Cancellation,
 }
 
 /// Regions smaller than this are cut on the current thread; larger ones
@@ -168,6 +171,10 @@ impl Cutter<'_> {
     /// Cuts `rows` recursively; returns the final regions as index ranges of
     /// `rows`, in row order of the depth-first traversal.
     fn split(&self, rows: &mut [u32]) -> Vec<(usize, usize)> {
+        // Cancelled: stop cutting; `run` reports the cancel, never this region.
+        if self.cancel.is_cancelled() {
+            return vec![(0, rows.len())];
+        }
         let Some(cut) = self.best_cut(rows) else {
             return vec![(0, rows.len())];
         };

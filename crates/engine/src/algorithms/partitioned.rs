@@ -245,11 +245,13 @@ impl Algorithm for Partitioned {
             rule: self.rule,
         }
         .split(rows);
+        ctx.cancel.check()?;
         let partition_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let results = blocks
             .into_par_iter()
             .map(|mut rows| {
+                ctx.cancel.check()?;
                 rows.sort_unstable();
                 let sub = ctx.table.restrict(&rows);
                 let classes = EquivalenceClasses::of(&sub);
@@ -258,6 +260,7 @@ impl Algorithm for Partitioned {
                     classes: &classes,
                     privacy: ctx.privacy,
                     spec: &self.inner_spec,
+                    cancel: ctx.cancel,
                 })?;
                 Ok((rows, outcome.partition))
             })
@@ -656,6 +659,7 @@ mod tests {
             classes: &classes,
             privacy,
             spec,
+            cancel: crate::cancel::Cancellation::never(),
         })
     }
 
@@ -886,6 +890,7 @@ mod tests {
                     classes: &EquivalenceClasses::of(&table),
                     privacy: &privacy,
                     spec: &spec_named(&spec, algorithm),
+                    cancel: crate::cancel::Cancellation::never(),
                 })
                 .unwrap();
             assert_eq!(default.partition, bare.partition, "{algorithm}");
@@ -902,6 +907,7 @@ mod tests {
                 classes: &classes,
                 privacy: &privacy,
                 spec: &spec,
+                cancel: crate::cancel::Cancellation::never(),
             })
             .unwrap();
         verify_partition(&table, &out.partition, &privacy).unwrap();

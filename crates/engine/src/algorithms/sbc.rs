@@ -121,7 +121,7 @@ impl Algorithm for Sbc {
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
         ctx.privacy.check_feasible(ctx.table)?;
         let mut clustering = Clustering::new(ctx.table, ctx.classes, ctx.privacy)?;
-        clustering.grow_groups(self.params.search);
+        clustering.grow_groups(self.params.search, ctx.cancel)?;
         let leftovers = clustering.leftover_rows();
         let n_leftovers = leftovers.len();
         let budget = ctx.privacy.max_suppressed(ctx.table.n_rows());
@@ -259,7 +259,7 @@ impl<'a> Clustering<'a> {
 
     /// Steps 1-8 of Figure 3-6: forms groups from the first remaining tuple
     /// and its nearest neighbours while at least k tuples remain.
-    fn grow_groups(&mut self, search: Search) {
+    fn grow_groups(&mut self, search: Search, cancel: &crate::cancel::Cancellation) -> Result<()> {
         let order = self.index_order();
         let mut trie = match search {
             Search::Index => Some(Trie::new(self.classes, &order, &self.left)),
@@ -271,6 +271,7 @@ impl<'a> Clustering<'a> {
         let mut rows: Vec<u32> = Vec::new();
         let mut picks: Vec<(u32, u32)> = Vec::new();
         while remaining >= self.k {
+            cancel.check()?;
             while self.left[self.sorted[cursor] as usize] == 0 {
                 cursor += 1;
             }
@@ -339,6 +340,7 @@ impl<'a> Clustering<'a> {
                 .push(picks.iter().map(|&(c, _)| c).collect());
             self.radii.push(radius);
         }
+        Ok(())
     }
 
     /// The QIs from lowest to highest cardinality: the index's levels.
@@ -441,6 +443,7 @@ mod tests {
                 classes: &classes,
                 privacy: &privacy,
                 spec,
+                cancel: crate::cancel::Cancellation::never(),
             })
             .unwrap()
     }

@@ -235,10 +235,10 @@ impl Algorithm for HeuristicMin {
         let problem = Problem::new(ctx.table, ctx.classes, privacy.requirements())?;
         let params = &self.params;
         let phases = match problem.layout.words {
-            1 => run_phases::<1>(&problem, params),
-            2 => run_phases::<2>(&problem, params),
-            3 | 4 => run_phases::<4>(&problem, params),
-            5..=8 => run_phases::<8>(&problem, params),
+            1 => run_phases::<1>(&problem, params, ctx.cancel),
+            2 => run_phases::<2>(&problem, params, ctx.cancel),
+            3 | 4 => run_phases::<4>(&problem, params, ctx.cancel),
+            5..=8 => run_phases::<8>(&problem, params, ctx.cancel),
             _ => {
                 return Err(Error::ResourcesExhausted(format!(
                     "heuristic-min packs a generalised row into 512 bits but this job needs {}; \
@@ -247,6 +247,7 @@ impl Algorithm for HeuristicMin {
                 )))
             }
         };
+        ctx.cancel.check()?;
         let mut d = phases.details;
         d.requirements = privacy
             .requirements()
@@ -261,8 +262,12 @@ impl Algorithm for HeuristicMin {
 }
 
 /// The paper's search, then the proof.
-fn run_phases<const N: usize>(p: &Problem<'_>, params: &HeuristicMinParams) -> Phases {
-    let mut budget = Budget::new(params.budget_nodes, params.budget_seconds);
+fn run_phases<const N: usize>(
+    p: &Problem<'_>,
+    params: &HeuristicMinParams,
+    cancel: &crate::cancel::Cancellation,
+) -> Phases {
+    let mut budget = Budget::new(params.budget_nodes, params.budget_seconds, cancel.clone());
     let paper = PaperSearch::<N>::new(p, params).run(&mut budget);
     let root_satisfies = paper.root.violating == 0;
     let counters = paper.counters;

@@ -517,6 +517,7 @@ pub(super) struct Budget {
     started: std::time::Instant,
     nodes: Option<u64>,
     seconds: Option<f64>,
+    cancel: crate::cancel::Cancellation,
     /// States expanded so far (both phases).
     pub expanded: u64,
 }
@@ -531,24 +532,33 @@ pub(super) enum Stop {
     NodeBudget,
     /// `budget_seconds` passed.
     TimeBudget,
+    /// The job was cancelled (interrupt, time limit): no answer is used.
+    Cancelled,
     /// The proof was not tried: the other attributes have more cuts than
     /// `proof_limit`.
     ProofTooLarge,
 }
 
 impl Budget {
-    pub fn new(nodes: Option<u64>, seconds: Option<f64>) -> Self {
+    pub fn new(
+        nodes: Option<u64>,
+        seconds: Option<f64>,
+        cancel: crate::cancel::Cancellation,
+    ) -> Self {
         Budget {
             started: std::time::Instant::now(),
             nodes,
             seconds,
+            cancel,
             expanded: 0,
         }
     }
 
     /// Whether the budget is used up, and by what.
     pub fn exhausted(&self) -> Option<Stop> {
-        if self.nodes.is_some_and(|n| self.expanded >= n) {
+        if self.cancel.is_cancelled() {
+            Some(Stop::Cancelled)
+        } else if self.nodes.is_some_and(|n| self.expanded >= n) {
             Some(Stop::NodeBudget)
         } else if self
             .seconds
