@@ -231,9 +231,26 @@ impl Recoder {
         )
     }
 
-    /// The release order of this recoding's groups under `seed`.
+    /// The release order of this recoding's groups under `seed`, from the
+    /// labels each group publishes (see [`crate::order`]).
     pub fn release_order(&self, seed: u64) -> crate::order::ReleaseOrder {
-        crate::order::ReleaseOrder::new(&self.group_of_row, self.n_groups(), seed)
+        let label_of_group: Vec<Vec<u8>> = (0..self.n_groups())
+            .map(|g| {
+                let mut bytes = Vec::new();
+                for l in &self.labels {
+                    let values = l.values.as_any().downcast_ref::<StringArray>();
+                    let label = l
+                        .key_of_group
+                        .get(g)
+                        .zip(values)
+                        .map_or("", |(&k, v)| v.value(k as usize));
+                    bytes.extend_from_slice(&(label.len() as u64).to_le_bytes());
+                    bytes.extend_from_slice(label.as_bytes());
+                }
+                bytes
+            })
+            .collect();
+        crate::order::ReleaseOrder::new(&self.group_of_row, &label_of_group, seed)
     }
 }
 
