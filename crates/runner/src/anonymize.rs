@@ -455,7 +455,7 @@ impl MetricsFile {
             )
         };
         let mut tmp = tempfile::Builder::new()
-            .prefix(".kanon-tmp-metrics-")
+            .prefix(&format!("{}metrics-", crate::release::tmp_prefix()))
             .tempfile_in(parent)
             .with_context(context)?;
         std::io::Write::write_all(&mut tmp, serde_json::to_string_pretty(json)?.as_bytes())

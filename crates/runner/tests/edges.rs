@@ -550,3 +550,60 @@ fn the_same_rows_in_another_input_order_give_the_same_release() {
         "the releases differ"
     );
 }
+
+#[test]
+fn what_a_killed_run_leaves_is_named_and_cleaned_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = out_dir.join("release.parquet");
+    let job = adult_job(dir.path(), |t| t);
+    // A run held just before its commit, then killed outright.
+    let barrier = tempfile::tempdir().unwrap();
+    std::fs::write(barrier.path().join("before-commit.wait"), b"").unwrap();
+    let mut child = kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out)
+        .env("KANON_TEST_BARRIER", barrier.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !barrier.path().join("before-commit").exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "barrier not reached"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let left = ls(&out_dir);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with(".kanon-tmp-"), "{left:?}");
+    assert!(!out.exists());
+    // Files that are not a dead run's temporaries are kept: another name, a
+    // live process's (this test's), one from another host.
+    let keep = [
+        ".kanon-other.parquet".to_string(),
+        format!(".kanon-tmp-00000000-{}-x.parquet", std::process::id()),
+        "notes.txt".to_string(),
+    ];
+    for k in &keep {
+        std::fs::write(out_dir.join(k), b"x").unwrap();
+    }
+    // The next run writing there removes the dead run's file.
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut want: Vec<String> = keep.to_vec();
+    want.push("release.parquet".into());
+    want.sort();
+    assert_eq!(ls(&out_dir), want);
+}
