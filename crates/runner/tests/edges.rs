@@ -238,6 +238,21 @@ fn input_schema_metadata_is_not_copied_into_the_release() {
     let kv = parquet_metadata(std::fs::read(&out).unwrap());
     assert!(kv.iter().all(|(k, _)| k != "pandas"), "{kv:?}");
     assert!(kv.iter().any(|(k, _)| k == "kanon.version"));
+    // The same in SQL: anonymize() releases carry none of it either.
+    let sql_out = dir.path().join("sql.parquet");
+    let o = run(kanon()
+        .arg("sql")
+        .arg(
+            "SELECT * FROM anonymize('t', 'k = 10, qi = [\"age\", \"sex\", \"race\"], unlisted = \"insensitive\"')",
+        )
+        .arg("--table")
+        .arg(format!("t={}", input.display()))
+        .arg("--output")
+        .arg(&sql_out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let kv = parquet_metadata(std::fs::read(&sql_out).unwrap());
+    assert!(kv.iter().all(|(k, _)| k != "pandas"), "{kv:?}");
+    assert!(kv.iter().any(|(k, _)| k == "kanon.version"), "{kv:?}");
 }
 
 #[test]
