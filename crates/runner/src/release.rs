@@ -22,6 +22,9 @@
 //! - a hidden local file or directory `.kanon-tmp-<host>-<pid>-*`; the next
 //!   run writing next to it removes it once its process is gone (same host,
 //!   no such pid), or after [`STALE_LOCAL`] whatever its origin;
+//! - a spill directory `.kanon-spill-<host>-<pid>-*` in the system temporary
+//!   directory (`crate::spill`), removed the same way by the next job that
+//!   spills;
 //! - on S3, a staged object `.kanon-tmp-*` (killed between upload and
 //!   commit); the next run writing to the same prefix removes those older
 //!   than [`STALE_S3`];
@@ -75,6 +78,10 @@ const PARTS_IN_FLIGHT: usize = 4;
 /// writes next to its destination.
 pub const TMP_PREFIX: &str = ".kanon-tmp-";
 
+/// Start of the name of a spill directory (`crate::spill`), in the system
+/// temporary directory.
+pub const SPILL_PREFIX: &str = ".kanon-spill-";
+
 /// A local temporary whose owner cannot be checked (another host) is stale
 /// after this long.
 pub const STALE_LOCAL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
@@ -100,10 +107,18 @@ pub(crate) fn tmp_prefix() -> String {
     format!("{TMP_PREFIX}{}-{}-", host_tag(), std::process::id())
 }
 
+/// The prefix of this process's spill directories.
+pub(crate) fn spill_prefix() -> String {
+    format!("{SPILL_PREFIX}{}-{}-", host_tag(), std::process::id())
+}
+
 /// Whether a local temporary named `name` (modified `age` ago) was left by
 /// a process that is gone.
 fn is_stale_local(name: &str, age: std::time::Duration) -> bool {
-    let Some(rest) = name.strip_prefix(TMP_PREFIX) else {
+    let Some(rest) = name
+        .strip_prefix(TMP_PREFIX)
+        .or_else(|| name.strip_prefix(SPILL_PREFIX))
+    else {
         return false;
     };
     if age > STALE_LOCAL {

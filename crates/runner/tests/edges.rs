@@ -344,12 +344,14 @@ fn row_position_carries_no_input_position() {
     let dir = tempfile::tempdir().unwrap();
     let input = adult_with_positions(dir.path());
     let with_id = |t: String| t + "\n[[attributes]]\nname = \"id\"\nrole = \"insensitive\"\n";
+    let spill_dir = tempfile::tempdir().unwrap();
     let release = |k: u32, buffer_rows: u64, name: &str| {
         let job = adult_job(dir.path(), |t| {
             with_id(t).replace("\nk = 10\n", &format!("\nk = {k}\n"))
         });
         let out = dir.path().join(name);
         let o = run(kanon()
+            .env("TMPDIR", spill_dir.path())
             .args(["anonymize", "-c"])
             .arg(&job)
             .arg("-i")
@@ -379,13 +381,41 @@ fn row_position_carries_no_input_position() {
     let var: f64 = (0..n).map(|i| (i as f64 - mean).powi(2)).sum();
     let rho = cov / var;
     assert!(rho.abs() < 0.05, "Spearman correlation {rho}");
-    // Same job, same seed: the same bytes; a small sort buffer (the input
-    // read once per bucket of classes) writes the very same file.
+    // Same job, same seed: the same bytes; a small sort buffer (buckets of
+    // classes spilled to TMPDIR) writes the very same file and leaves
+    // nothing behind, and removes a spill directory a killed job left.
     let again = release(10, 2_000_000, "a2.parquet");
-    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&again).unwrap());
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&again).unwrap());
+    let stale = spill_dir.path().join(".kanon-spill-00000000-1-x");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::File::open(&stale)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 86_400))
+        .unwrap();
     let bucketed = release(10, 1000, "a3.parquet");
-    assert_eq!(ids(&a), ids(&bucketed));
-    assert_eq!(read_parquet(&a), read_parquet(&bucketed));
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&bucketed).unwrap());
+    assert!(
+        ls(spill_dir.path()).is_empty(),
+        "{:?}",
+        ls(spill_dir.path())
+    );
+    // Another seed, another order.
+    let job = adult_job(dir.path(), |t| {
+        assert!(t.contains("\nseed = 1\n"));
+        with_id(t).replace("\nseed = 1\n", "\nseed = 99\n")
+    });
+    let other = dir.path().join("seed.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&other));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let io = ids(&other);
+    let same = ia.iter().zip(&io).filter(|(x, y)| x == y).count();
+    assert!(same < 30, "{same} rows line up between two seeds");
 }
 
 #[test]
