@@ -192,7 +192,12 @@ fn remove_stale(storage: &Storage, dest: &Location, split: bool) {
                 key.rsplit_once('/')
                     .map_or(String::new(), |(d, _)| format!("{d}/"))
             };
-            storage.remove_stale_objects(bucket, &dir, TMP_PREFIX, STALE_S3);
+            // Tests cannot age an object on the server: they shorten the wait.
+            let older_than = std::env::var("KANON_TEST_STALE_S3_S")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map_or(STALE_S3, std::time::Duration::from_secs);
+            storage.remove_stale_objects(bucket, &dir, TMP_PREFIX, older_than);
         }
     }
 }
@@ -227,13 +232,26 @@ pub fn parse_size(setting: &str, s: &str) -> Result<u64> {
     Ok((v * mult as f64) as u64)
 }
 
-/// Fails when the destination exists and may not be replaced, or is of the
-/// wrong kind.
+/// Removes what killed runs left next to the destination (see the module
+/// docs), then fails when the destination exists and may not be replaced,
+/// or is of the wrong kind.
 ///
 /// # Errors
 /// Exit code 5 when it exists without `overwrite`; bad input when a single
 /// file is to be written where a directory is.
 pub fn check_destination(
+    storage: &Storage,
+    dest: &Location,
+    split: bool,
+    overwrite: bool,
+) -> Result<()> {
+    remove_stale(storage, dest, split);
+    destination_free(storage, dest, split, overwrite)
+}
+
+/// [`check_destination`] without the cleanup (at commit, where the run's own
+/// staged objects exist).
+fn destination_free(
     storage: &Storage,
     dest: &Location,
     split: bool,
@@ -417,7 +435,6 @@ impl<'a> ReleaseWriter<'a> {
         schema: SchemaRef,
         options: ReleaseOptions,
     ) -> Result<Self> {
-        remove_stale(storage, &dest, options.max_file_bytes.is_some());
         check_destination(
             storage,
             &dest,
@@ -636,7 +653,7 @@ impl<'a> ReleaseWriter<'a> {
         self.close_current()?;
         let split = self.split();
         // Re-check: another job may have written the destination meanwhile.
-        check_destination(self.storage, &self.dest, split, self.options.overwrite)?;
+        destination_free(self.storage, &self.dest, split, self.options.overwrite)?;
         let files: Vec<Location> = self.closed.clone();
         match self.dest.clone() {
             Location::Local(dest) => {
