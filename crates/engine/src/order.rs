@@ -4,12 +4,23 @@
 //! Rows written in input order let anyone who sees two releases of the same
 //! input (or a release and any other product that kept the input order) join
 //! them by row number; row groups and file boundaries leak the same way. So
-//! a release is written class by class, the classes in the order of a
-//! permutation drawn from `algorithm.seed` (ChaCha8), and the rows inside a
-//! class ordered by a seeded hash of their released content. Nothing in that
-//! order depends on where a row stood in the input: two inputs holding the
-//! same rows in any order give the same release, and the same input, job
-//! and seed give the same bytes.
+//! a release is written class by class, the classes ordered by a keyed hash
+//! (seeded by `algorithm.seed`) of their published labels, and the rows
+//! inside a class ordered by a keyed hash of their released content.
+//!
+//! Why content, not a permutation of group ids or of a class's members:
+//! group ids are numbered by the algorithms in input order (a class's id
+//! is often the position of its first row), and the seed is in the job file,
+//! which may be public (the default is 0). A seeded permutation of ids or of
+//! members can be inverted by anyone who knows the seed, and would then tell
+//! an attacker who knows some input positions (the input was sorted by
+//! admission date, say) which class those rows fell into. An order computed
+//! from the released content alone carries nothing beyond that content: with
+//! the seed, an attacker can recompute it, and learns only what the release
+//! already shows. Rows with equal released content are interchangeable, so
+//! their relative order does not matter. Two inputs holding the same rows in
+//! any order, recoded into the same classes, give the same release; the same
+//! input, job and seed give the same bytes.
 //!
 //! Front ends that stream (the CLI) write the release in [`Buckets`] of
 //! consecutive class ranks, each small enough to sort in memory; front ends
@@ -23,15 +34,13 @@ use arrow::array::{RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
 use crate::partition::SUPPRESSED;
 
-/// The release order of a partition's groups: each group's rank under a
-/// seeded permutation, and its number of published rows.
+/// The release order of a partition's groups: each group's rank (groups
+/// with the same published labels share one), and the number of published
+/// rows of each rank.
 #[derive(Debug, Clone)]
 pub struct ReleaseOrder {
     rank_of_group: Vec<u32>,
@@ -44,19 +53,48 @@ pub struct ReleaseOrder {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Buckets(Vec<Range<u32>>);
 
+/// A keyed 64-bit hash of `bytes` under `seed` (FxHash, stable for a build:
+/// the order only has to be reproducible, not secret).
+fn keyed_hash(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    seed.hash(&mut h);
+    bytes.hash(&mut h);
+    h.finish()
+}
+
 impl ReleaseOrder {
     /// The order of the groups of `group_of_row` (a group id per input row,
-    /// [`SUPPRESSED`] for withheld rows) under `seed`.
-    pub fn new(group_of_row: &[u32], n_groups: usize, seed: u64) -> Self {
-        let mut groups: Vec<u32> = (0..n_groups as u32).collect();
-        groups.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x6b61_6e6f_6e5f_6f72));
-        let mut rank_of_group = vec![0u32; n_groups];
-        for (rank, &g) in groups.iter().enumerate() {
-            rank_of_group[g as usize] = rank as u32;
+    /// [`SUPPRESSED`] for withheld rows) under `seed`: `label_of_group`
+    /// holds the published labels of each group (any byte encoding that is
+    /// equal exactly when the labels are), never anything derived from input
+    /// positions or group ids.
+    pub fn new(group_of_row: &[u32], label_of_group: &[Vec<u8>], seed: u64) -> Self {
+        let seed = seed ^ 0x6b61_6e6f_6e5f_6f72;
+        let mut groups: Vec<(u64, &[u8], u32)> = label_of_group
+            .iter()
+            .enumerate()
+            .map(|(g, l)| (keyed_hash(seed, l), l.as_slice(), g as u32))
+            .collect();
+        // The group id is never compared: equal (hash, labels) share a rank.
+        groups.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut rank_of_group = vec![0u32; label_of_group.len()];
+        let mut rank = 0u32;
+        for (i, &(h, l, g)) in groups.iter().enumerate() {
+            if i > 0 && (groups[i - 1].0, groups[i - 1].1) != (h, l) {
+                rank += 1;
+            }
+            rank_of_group[g as usize] = rank;
         }
-        let mut rows_of_rank = vec![0u64; n_groups];
+        let n_ranks = if groups.is_empty() {
+            0
+        } else {
+            rank as usize + 1
+        };
+        let mut rows_of_rank = vec![0u64; n_ranks];
         for &g in group_of_row.iter().filter(|&&g| g != SUPPRESSED) {
-            rows_of_rank[rank_of_group[g as usize] as usize] += 1;
+            if let Some(&r) = rank_of_group.get(g as usize) {
+                rows_of_rank[r as usize] += 1;
+            }
         }
         ReleaseOrder {
             rank_of_group,
@@ -119,10 +157,11 @@ impl ReleaseOrder {
         let rows = converter.convert_columns(all.columns())?;
         let mut keys: Vec<(u32, u64, u32)> = (0..all.num_rows())
             .map(|i| {
-                let mut h = rustc_hash::FxHasher::default();
-                self.seed.hash(&mut h);
-                rows.row(i).as_ref().hash(&mut h);
-                (self.rank(groups[i]), h.finish(), i as u32)
+                (
+                    self.rank(groups[i]),
+                    keyed_hash(self.seed, rows.row(i).as_ref()),
+                    i as u32,
+                )
             })
             .collect();
         // Equal ranks and hashes are (almost surely) equal rows; the last
@@ -174,7 +213,8 @@ mod tests {
     #[test]
     fn order_depends_on_content_and_seed_not_position() {
         let groups = [0u32, 1, 0, 1, 2, 2];
-        let order = ReleaseOrder::new(&groups, 3, 7);
+        let labels = |l: &[&str]| l.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        let order = ReleaseOrder::new(&groups, &labels(&["a", "b", "c"]), 7);
         let b = batch(&[10, 20, 11, 21, 30, 31], &["a", "b", "a", "b", "c", "c"]);
         let sorted = order.sort(&b.schema(), &[b.clone()], &groups).unwrap();
         // The same rows in reverse input order give the same release.
@@ -193,18 +233,31 @@ mod tests {
         // Another seed permutes differently (for some seed).
         let other = (0..20u64)
             .map(|s| {
-                ReleaseOrder::new(&groups, 3, s)
+                ReleaseOrder::new(&groups, &labels(&["a", "b", "c"]), s)
                     .sort(&b.schema(), &[b.clone()], &groups)
                     .unwrap()
             })
             .any(|o| o != sorted);
         assert!(other);
+        // Group ids numbered another way (as another input order would)
+        // change nothing: the order comes from the labels.
+        let renumbered = [2u32, 0, 2, 0, 1, 1];
+        let o2 = ReleaseOrder::new(&renumbered, &labels(&["b", "c", "a"]), 7);
+        assert_eq!(
+            o2.sort(&b.schema(), &[b.clone()], &renumbered).unwrap(),
+            sorted
+        );
+        // Groups publishing the same labels share a rank.
+        let same = ReleaseOrder::new(&groups, &labels(&["a", "a", "c"]), 7);
+        assert_eq!(same.rank(0), same.rank(1));
+        assert_ne!(same.rank(0), same.rank(2));
     }
 
     #[test]
     fn buckets_hold_at_most_the_budget() {
         let groups: Vec<u32> = (0..100).map(|i| i % 10).collect();
-        let order = ReleaseOrder::new(&groups, 10, 1);
+        let labels: Vec<Vec<u8>> = (0..10u8).map(|g| vec![g]).collect();
+        let order = ReleaseOrder::new(&groups, &labels, 1);
         let b = order.buckets(25);
         assert_eq!(b.ranges().len(), 5);
         assert_eq!(b.of(0), 0);

@@ -99,7 +99,7 @@ impl Recoder {
             .map(|(q, col)| {
                 let mut index: FxHashMap<String, i32> = FxHashMap::default();
                 let mut values: Vec<String> = Vec::new();
-                let key_of_group = (0..partition.n_groups())
+                let mut key_of_group: Vec<i32> = (0..partition.n_groups())
                     .map(|g| {
                         let label = col.cell_label(&partition.tuple(g)[q]);
                         *index.entry(label.clone()).or_insert_with(|| {
@@ -108,6 +108,19 @@ impl Recoder {
                         })
                     })
                     .collect();
+                // Dictionary values in label order, not in the order groups
+                // (numbered in input order) first use them: the dictionary
+                // of a released batch says nothing about input positions.
+                let mut sorted: Vec<usize> = (0..values.len()).collect();
+                sorted.sort_unstable_by(|&a, &b| values[a].cmp(&values[b]));
+                let mut new_key = vec![0i32; values.len()];
+                for (k, &old) in sorted.iter().enumerate() {
+                    new_key[old] = k as i32;
+                }
+                for k in &mut key_of_group {
+                    *k = new_key[*k as usize];
+                }
+                let values: Vec<String> = sorted.into_iter().map(|i| values[i].clone()).collect();
                 ColumnLabels {
                     name: col.name().to_string(),
                     values: Arc::new(StringArray::from(values)),
@@ -231,9 +244,26 @@ impl Recoder {
         )
     }
 
-    /// The release order of this recoding's groups under `seed`.
+    /// The release order of this recoding's groups under `seed`, from the
+    /// labels each group publishes (see [`crate::order`]).
     pub fn release_order(&self, seed: u64) -> crate::order::ReleaseOrder {
-        crate::order::ReleaseOrder::new(&self.group_of_row, self.n_groups(), seed)
+        let label_of_group: Vec<Vec<u8>> = (0..self.n_groups())
+            .map(|g| {
+                let mut bytes = Vec::new();
+                for l in &self.labels {
+                    let values = l.values.as_any().downcast_ref::<StringArray>();
+                    let label = l
+                        .key_of_group
+                        .get(g)
+                        .zip(values)
+                        .map_or("", |(&k, v)| v.value(k as usize));
+                    bytes.extend_from_slice(&(label.len() as u64).to_le_bytes());
+                    bytes.extend_from_slice(label.as_bytes());
+                }
+                bytes
+            })
+            .collect();
+        crate::order::ReleaseOrder::new(&self.group_of_row, &label_of_group, seed)
     }
 }
 
@@ -273,5 +303,40 @@ mod tests {
         assert_eq!(planned, recoder.output_schema(&schema));
         assert_eq!(planned, recoder.recode(&batch, 0).unwrap().schema());
         assert_eq!(planned.fields().len(), 2);
+    }
+
+    #[test]
+    fn label_dictionaries_do_not_follow_input_order() {
+        let spec: JobSpec =
+            serde_json::from_str(r#"{"attributes": [{"name": "age", "role": "qi"}]}"#).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("age", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from(vec![50, 30, 40])) as ArrayRef],
+        )
+        .unwrap();
+        let mut enc = Encoder::try_new(&spec, &Default::default(), &schema).unwrap();
+        enc.push(&batch).unwrap();
+        let table = enc.finish().unwrap();
+        // Group ids in input order, as the algorithms number them.
+        let partition = Partition::tightest(&table, vec![0, 1, 2]);
+        let out = Recoder::new(&spec, &table, &partition)
+            .recode(&batch, 0)
+            .unwrap();
+        let dict = out
+            .column(0)
+            .as_any()
+            .downcast_ref::<DictionaryArray<Int32Type>>()
+            .unwrap();
+        let values = dict
+            .values()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let values: Vec<&str> = values.iter().map(|v| v.unwrap()).collect();
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        assert_eq!(values, sorted);
+        assert_eq!(values.len(), 3);
     }
 }

@@ -19,8 +19,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use arrow::array::{BooleanArray, RecordBatch};
-use arrow::compute::filter_record_batch;
+use arrow::array::RecordBatch;
 use clap::Args;
 use kanon_engine::encode::Encoder;
 use kanon_engine::partition::SUPPRESSED;
@@ -35,11 +34,15 @@ use crate::dataset::Dataset;
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, peak_rss_bytes, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
+use crate::spill::Spill;
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
 
 /// Rows of the release sorted in memory at once (`output.buffer_rows`).
 const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
+
+/// Rows per batch handed to the release writer.
+const WRITE_ROWS: usize = 65_536;
 
 /// Arguments of `kanon anonymize`.
 #[derive(Debug, Args)]
@@ -250,8 +253,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     barrier("between-passes")?;
     let mut writer = ReleaseWriter::create(&storage, output.clone(), out_schema.clone(), options)?;
     // Rows are written class by class in a seeded order, never in input
-    // order (kanon_engine::order); a release larger than the buffer is
-    // written in buckets of classes, one scan of the input per bucket.
+    // order (kanon_engine::order). A release larger than the buffer is
+    // spilled to disk in buckets of classes (crate::spill), each sorted in
+    // memory: one scan of the input, bounded memory, the same bytes.
     let order = recoder.release_order(spec.algorithm.seed);
     let buckets = order.buckets(
         spec.output
@@ -259,52 +263,67 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             .unwrap_or(DEFAULT_BUFFER_ROWS)
             .max(1),
     );
-    let single = buckets.ranges().len() == 1;
-    let bar = ui.bar("pass 2/2", Some(rows_in * buckets.ranges().len() as u64));
-    for range in buckets.ranges() {
-        let mut kept: Vec<RecordBatch> = Vec::new();
-        let mut kept_groups: Vec<u32> = Vec::new();
-        let mut offset = 0usize;
-        for batch in dataset.scan(&storage, None, false) {
-            check_interrupt()?;
-            let batch = batch?;
-            let n = batch.num_rows();
-            if offset + n > recoder.n_rows() {
-                return Err(changed(&input, rows_in, offset + n));
-            }
-            let released = recoder.recode(&batch, offset)?;
-            let groups = recoder.group_of_row()[offset..offset + n]
-                .iter()
-                .copied()
-                .filter(|&g| g != SUPPRESSED);
-            if single {
+    let mut spill = match buckets.ranges().len() {
+        1 => None,
+        n => Some(Spill::create(&out_schema, n)?),
+    };
+    let mut kept: Vec<RecordBatch> = Vec::new();
+    let mut kept_groups: Vec<u32> = Vec::new();
+    let bar = ui.bar("pass 2/2", Some(rows_in));
+    let mut offset = 0usize;
+    for batch in dataset.scan(&storage, None, false) {
+        check_interrupt()?;
+        let batch = batch?;
+        let n = batch.num_rows();
+        if offset + n > recoder.n_rows() {
+            return Err(changed(&input, rows_in, offset + n));
+        }
+        let released = recoder.recode(&batch, offset)?;
+        let groups = recoder.group_of_row()[offset..offset + n]
+            .iter()
+            .copied()
+            .filter(|&g| g != SUPPRESSED);
+        match &mut spill {
+            None => {
                 kept_groups.extend(groups);
                 kept.push(released);
-            } else {
-                let groups: Vec<u32> = groups.collect();
-                let mask: BooleanArray = groups
-                    .iter()
-                    .map(|&g| Some(range.contains(&order.rank(g))))
-                    .collect();
-                kept_groups.extend(
-                    groups
-                        .iter()
-                        .copied()
-                        .filter(|&g| range.contains(&order.rank(g))),
-                );
-                kept.push(filter_record_batch(&released, &mask)?);
             }
-            offset += n;
-            bar.inc(n as u64);
+            Some(spill) => {
+                let groups: Vec<u32> = groups.collect();
+                spill.push(&released, &groups, |g| buckets.of(order.rank(g)))?;
+            }
         }
-        if offset as u64 != rows_in {
-            return Err(changed(&input, rows_in, offset));
+        offset += n;
+        bar.inc(n as u64);
+    }
+    if offset as u64 != rows_in {
+        return Err(changed(&input, rows_in, offset));
+    }
+    let mut pending: Vec<RecordBatch> = Vec::new();
+    let mut pending_rows = 0usize;
+    for bucket in 0..buckets.ranges().len() {
+        check_interrupt()?;
+        if let Some(spill) = &mut spill {
+            (kept, kept_groups) = spill.take(bucket)?;
         }
         let sorted = order.sort(&out_schema, &kept, &kept_groups)?;
-        drop(kept);
+        kept.clear();
         verifier.push(&sorted)?;
-        writer.write(&sorted)?;
+        // The writer sees the same batches whatever the buckets: its pages
+        // and so the file's bytes do not depend on the buffer size.
+        pending_rows += sorted.num_rows();
+        pending.push(sorted);
+        while pending_rows >= WRITE_ROWS {
+            let all = arrow::compute::concat_batches(&out_schema, &pending)?;
+            writer.write(&all.slice(0, WRITE_ROWS))?;
+            pending_rows -= WRITE_ROWS;
+            pending = vec![all.slice(WRITE_ROWS, pending_rows)];
+        }
     }
+    if pending_rows > 0 {
+        writer.write(&arrow::compute::concat_batches(&out_schema, &pending)?)?;
+    }
+    drop(spill);
     bar.finish_and_clear();
     let release_check = verifier
         .finish(&privacy)
@@ -475,7 +494,7 @@ impl MetricsFile {
             )
         };
         let mut tmp = tempfile::Builder::new()
-            .prefix(".kanon-tmp-metrics-")
+            .prefix(&format!("{}metrics-", crate::release::tmp_prefix()))
             .tempfile_in(parent)
             .with_context(context)?;
         std::io::Write::write_all(&mut tmp, serde_json::to_string_pretty(json)?.as_bytes())

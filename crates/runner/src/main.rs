@@ -13,6 +13,7 @@ mod generate;
 mod inspect;
 mod ops;
 mod release;
+mod spill;
 #[cfg(feature = "sql")]
 mod sql;
 mod storage;

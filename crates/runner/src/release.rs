@@ -16,9 +16,22 @@
 //!
 //! Dropping an uncommitted writer (an error, a failed verification, an
 //! interrupt) removes the temporary files and aborts the uploads.
-//! A process killed outright (SIGKILL) can leave a `.kanon-*` temporary file
-//! or an incomplete multipart upload (invisible, cleaned up by a bucket
-//! lifecycle rule), never a partial release.
+//!
+//! A process killed outright (SIGKILL, OOM killer, power loss) never leaves
+//! a partial release, but can leave, next to the destination:
+//! - a hidden local file or directory `.kanon-tmp-<host>-<pid>-*`; the next
+//!   run writing next to it removes it once its process is gone (same host,
+//!   no such pid), or after [`STALE_LOCAL`] whatever its origin;
+//! - a spill directory `.kanon-spill-<host>-<pid>-*` in the system temporary
+//!   directory (`crate::spill`), removed the same way by the next job that
+//!   spills;
+//! - on S3, a staged object `.kanon-tmp-*` (killed between upload and
+//!   commit); the next run writing to the same prefix removes those older
+//!   than [`STALE_S3`];
+//! - on S3, an incomplete multipart upload (invisible, billed as storage).
+//!   `object_store` cannot list pending uploads, so kanon cannot clean them:
+//!   use a bucket lifecycle rule (`AbortIncompleteMultipartUpload`) or
+//!   `aws s3api list-multipart-uploads`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -61,6 +74,134 @@ const PART_BYTES: usize = 8 << 20;
 /// Parts of one upload in flight at once.
 const PARTS_IN_FLIGHT: usize = 4;
 
+/// Start of the name of every temporary file, directory or object a release
+/// writes next to its destination.
+pub const TMP_PREFIX: &str = ".kanon-tmp-";
+
+/// Start of the name of a spill directory (`crate::spill`), in the system
+/// temporary directory.
+pub const SPILL_PREFIX: &str = ".kanon-spill-";
+
+/// A local temporary whose owner cannot be checked (another host) is stale
+/// after this long.
+pub const STALE_LOCAL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// A staged S3 object lives from the end of its upload to its commit copy
+/// (seconds); one older than this was left by a killed run.
+pub const STALE_S3: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// This host, as a short tag in temporary names: a pid only says whether
+/// its process is alive on the host that wrote it.
+fn host_tag() -> String {
+    use std::hash::{Hash, Hasher};
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .unwrap_or_default();
+    let mut h = rustc_hash::FxHasher::default();
+    name.trim().hash(&mut h);
+    format!("{:08x}", h.finish() as u32)
+}
+
+/// The prefix of this process's temporary names.
+pub(crate) fn tmp_prefix() -> String {
+    format!("{TMP_PREFIX}{}-{}-", host_tag(), std::process::id())
+}
+
+/// The prefix of this process's spill directories.
+pub(crate) fn spill_prefix() -> String {
+    format!("{SPILL_PREFIX}{}-{}-", host_tag(), std::process::id())
+}
+
+/// Whether a local temporary named `name` (modified `age` ago) was left by
+/// a process that is gone.
+fn is_stale_local(name: &str, age: std::time::Duration) -> bool {
+    let Some(rest) = name
+        .strip_prefix(TMP_PREFIX)
+        .or_else(|| name.strip_prefix(SPILL_PREFIX))
+    else {
+        return false;
+    };
+    if age > STALE_LOCAL {
+        return true;
+    }
+    let mut parts = rest.splitn(3, '-');
+    let (Some(host), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    host == host_tag()
+        && pid != std::process::id()
+        && Path::new("/proc/self").exists()
+        && !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Removes what killed runs left in `dir` (see the module docs). Best
+/// effort: failures are logged, never fatal.
+pub fn remove_stale_local(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(meta) = e.metadata() else { continue };
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .unwrap_or_default();
+        if !is_stale_local(&name, age) {
+            continue;
+        }
+        let path = e.path();
+        let done = if meta.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match done {
+            Ok(()) => {
+                removed += 1;
+                tracing::info!(path = %path.display(), "removed a temporary file left by an interrupted run");
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove a stale temporary file")
+            }
+        }
+    }
+    removed
+}
+
+/// Removes what killed runs left next to `dest`, before anything is
+/// checked or written there.
+fn remove_stale(storage: &Storage, dest: &Location, split: bool) {
+    match dest {
+        Location::Local(p) => {
+            let parent = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            remove_stale_local(parent);
+        }
+        Location::S3 { bucket, key } => {
+            let dir = if split {
+                format!("{}/", key.trim_end_matches('/'))
+            } else {
+                key.rsplit_once('/')
+                    .map_or(String::new(), |(d, _)| format!("{d}/"))
+            };
+            // Tests cannot age an object on the server: they shorten the wait.
+            let older_than = std::env::var("KANON_TEST_STALE_S3_S")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map_or(STALE_S3, std::time::Duration::from_secs);
+            storage.remove_stale_objects(bucket, &dir, TMP_PREFIX, older_than);
+        }
+    }
+}
+
 /// Parses a size: `1048576`, `512k`, `256MB`, `1 GiB`. Units k, M, G, T
 /// are powers of 1024 with or without `i`/`B` (`256MB` = 256 MiB).
 ///
@@ -91,13 +232,26 @@ pub fn parse_size(setting: &str, s: &str) -> Result<u64> {
     Ok((v * mult as f64) as u64)
 }
 
-/// Fails when the destination exists and may not be replaced, or is of the
-/// wrong kind.
+/// Removes what killed runs left next to the destination (see the module
+/// docs), then fails when the destination exists and may not be replaced,
+/// or is of the wrong kind.
 ///
 /// # Errors
 /// Exit code 5 when it exists without `overwrite`; bad input when a single
 /// file is to be written where a directory is.
 pub fn check_destination(
+    storage: &Storage,
+    dest: &Location,
+    split: bool,
+    overwrite: bool,
+) -> Result<()> {
+    remove_stale(storage, dest, split);
+    destination_free(storage, dest, split, overwrite)
+}
+
+/// [`check_destination`] without the cleanup (at commit, where the run's own
+/// staged objects exist).
+fn destination_free(
     storage: &Storage,
     dest: &Location,
     split: bool,
@@ -356,8 +510,7 @@ impl<'a> ReleaseWriter<'a> {
                     if self.tmp_dir.is_none() {
                         self.tmp_dir = Some(
                             tempfile::Builder::new()
-                                .prefix(".kanon-")
-                                .suffix(".tmp")
+                                .prefix(&tmp_prefix())
                                 .tempdir_in(&parent)
                                 .with_context(|| {
                                     format!(
@@ -373,8 +526,8 @@ impl<'a> ReleaseWriter<'a> {
                         .with_context(|| format!("cannot create {}", dir.join(name).display()))?
                 } else {
                     let (file, path) = tempfile::Builder::new()
-                        .prefix(".kanon-")
-                        .suffix(".parquet.tmp")
+                        .prefix(&tmp_prefix())
+                        .suffix(".parquet")
                         .tempfile_in(&parent)
                         .with_context(|| {
                             format!("cannot create a temporary file in {}", parent.display())
@@ -500,7 +653,7 @@ impl<'a> ReleaseWriter<'a> {
         self.close_current()?;
         let split = self.split();
         // Re-check: another job may have written the destination meanwhile.
-        check_destination(self.storage, &self.dest, split, self.options.overwrite)?;
+        destination_free(self.storage, &self.dest, split, self.options.overwrite)?;
         let files: Vec<Location> = self.closed.clone();
         match self.dest.clone() {
             Location::Local(dest) => {
@@ -583,14 +736,15 @@ impl<'a> ReleaseWriter<'a> {
 }
 
 /// The hidden key a file is uploaded to before a conditional commit:
-/// `.kanon-tmp-<random>-<name>` next to it, easy to find and to clean up.
+/// `.kanon-tmp-<random>-<name>` next to it, easy to find and to clean up
+/// (the names of [`remove_stale`]).
 fn staging_key(dest: &Location) -> Location {
     let Location::S3 { bucket, key } = dest else {
         return dest.clone();
     };
     let nonce: u64 = rand::random();
     let (dir, name) = key.rsplit_once('/').unwrap_or(("", key));
-    let staged = format!(".kanon-tmp-{nonce:016x}-{name}");
+    let staged = format!("{TMP_PREFIX}{nonce:016x}-{name}");
     Location::S3 {
         bucket: bucket.clone(),
         key: if dir.is_empty() {
@@ -615,7 +769,7 @@ fn commit_dir(tmp: tempfile::TempDir, dest: &Path, overwrite: bool) -> Result<()
         // Move the old release aside, the new one in, then drop the old.
         let parent = tmp_path.parent().unwrap_or(Path::new("."));
         let old = tempfile::Builder::new()
-            .prefix(".kanon-old-")
+            .prefix(&format!("{}old-", tmp_prefix()))
             .tempdir_in(parent)?;
         let old_path = old.path().join("release");
         std::fs::rename(dest, &old_path)

@@ -461,6 +461,56 @@ impl Storage {
         Ok(metas.into_iter().map(|m| meta_of(bucket, m)).collect())
     }
 
+    /// Removes the objects directly under `dir` (a key prefix ending in `/`,
+    /// or empty for the bucket root) whose name starts with `prefix` and
+    /// that were last modified more than `older_than` ago. Returns their
+    /// number. Best effort: a failure is logged, never fatal.
+    pub fn remove_stale_objects(
+        &self,
+        bucket: &str,
+        dir: &str,
+        prefix: &str,
+        older_than: Duration,
+    ) -> usize {
+        let loc = Location::S3 {
+            bucket: bucket.to_string(),
+            key: dir.to_string(),
+        };
+        let Ok(store) = self.s3(bucket) else {
+            return 0;
+        };
+        let parent = dir.trim_end_matches('/');
+        let parent = (!parent.is_empty()).then(|| ObjectPath::from(parent));
+        let listed = match self.block_on(store.list_with_delimiter(parent.as_ref())) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(location = %loc, error = %e, "cannot list stale temporary objects");
+                return 0;
+            }
+        };
+        let cutoff = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+            - older_than.as_secs() as i64;
+        let mut removed = 0;
+        for m in listed.objects {
+            let stale = m.location.filename().is_some_and(|n| n.starts_with(prefix))
+                && m.last_modified.timestamp() < cutoff;
+            if stale {
+                match self.block_on(store.delete(&m.location)) {
+                    Ok(()) => {
+                        removed += 1;
+                        tracing::info!(bucket, key = %m.location, "removed a temporary object left by an interrupted run");
+                    }
+                    Err(e) => {
+                        tracing::warn!(bucket, key = %m.location, error = %e, "cannot remove a stale temporary object")
+                    }
+                }
+            }
+        }
+        removed
+    }
+
     /// Bytes `range` of a file or object.
     ///
     /// # Errors

@@ -238,6 +238,21 @@ fn input_schema_metadata_is_not_copied_into_the_release() {
     let kv = parquet_metadata(std::fs::read(&out).unwrap());
     assert!(kv.iter().all(|(k, _)| k != "pandas"), "{kv:?}");
     assert!(kv.iter().any(|(k, _)| k == "kanon.version"));
+    // The same in SQL: anonymize() releases carry none of it either.
+    let sql_out = dir.path().join("sql.parquet");
+    let o = run(kanon()
+        .arg("sql")
+        .arg(
+            "SELECT * FROM anonymize('t', 'k = 10, qi = [\"age\", \"sex\", \"race\"], unlisted = \"insensitive\"')",
+        )
+        .arg("--table")
+        .arg(format!("t={}", input.display()))
+        .arg("--output")
+        .arg(&sql_out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let kv = parquet_metadata(std::fs::read(&sql_out).unwrap());
+    assert!(kv.iter().all(|(k, _)| k != "pandas"), "{kv:?}");
+    assert!(kv.iter().any(|(k, _)| k == "kanon.version"), "{kv:?}");
 }
 
 #[test]
@@ -329,12 +344,14 @@ fn row_position_carries_no_input_position() {
     let dir = tempfile::tempdir().unwrap();
     let input = adult_with_positions(dir.path());
     let with_id = |t: String| t + "\n[[attributes]]\nname = \"id\"\nrole = \"insensitive\"\n";
+    let spill_dir = tempfile::tempdir().unwrap();
     let release = |k: u32, buffer_rows: u64, name: &str| {
         let job = adult_job(dir.path(), |t| {
             with_id(t).replace("\nk = 10\n", &format!("\nk = {k}\n"))
         });
         let out = dir.path().join(name);
         let o = run(kanon()
+            .env("TMPDIR", spill_dir.path())
             .args(["anonymize", "-c"])
             .arg(&job)
             .arg("-i")
@@ -364,13 +381,41 @@ fn row_position_carries_no_input_position() {
     let var: f64 = (0..n).map(|i| (i as f64 - mean).powi(2)).sum();
     let rho = cov / var;
     assert!(rho.abs() < 0.05, "Spearman correlation {rho}");
-    // Same job, same seed: the same bytes; a small sort buffer (the input
-    // read once per bucket of classes) writes the very same file.
+    // Same job, same seed: the same bytes; a small sort buffer (buckets of
+    // classes spilled to TMPDIR) writes the very same file and leaves
+    // nothing behind, and removes a spill directory a killed job left.
     let again = release(10, 2_000_000, "a2.parquet");
-    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&again).unwrap());
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&again).unwrap());
+    let stale = spill_dir.path().join(".kanon-spill-00000000-1-x");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::File::open(&stale)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 86_400))
+        .unwrap();
     let bucketed = release(10, 1000, "a3.parquet");
-    assert_eq!(ids(&a), ids(&bucketed));
-    assert_eq!(read_parquet(&a), read_parquet(&bucketed));
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&bucketed).unwrap());
+    assert!(
+        ls(spill_dir.path()).is_empty(),
+        "{:?}",
+        ls(spill_dir.path())
+    );
+    // Another seed, another order.
+    let job = adult_job(dir.path(), |t| {
+        assert!(t.contains("\nseed = 1\n"));
+        with_id(t).replace("\nseed = 1\n", "\nseed = 99\n")
+    });
+    let other = dir.path().join("seed.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(&other));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let io = ids(&other);
+    let same = ia.iter().zip(&io).filter(|(x, y)| x == y).count();
+    assert!(same < 30, "{same} rows line up between two seeds");
 }
 
 #[test]
@@ -555,4 +600,109 @@ fn signals_and_the_time_limit_stop_the_algorithm_promptly() {
         start.elapsed()
     );
     assert_eq!(ls(dir.path()), vec!["job.toml"]);
+}
+
+#[test]
+fn the_same_rows_in_another_input_order_give_the_same_release() {
+    // Incognito's classes do not depend on input order, so neither may the
+    // release: group ids are numbered in input order, and an order derived
+    // from them (even under a seeded permutation, with a seed that may be
+    // public) would tell which class a known input position fell into.
+    let dir = tempfile::tempdir().unwrap();
+    let input = adult_with_positions(dir.path());
+    let t = read_parquet(&input);
+    let n = t.num_rows() as u32;
+    // A fixed shuffle (multiplicative congruence, 7919 is prime to n).
+    assert_ne!(n % 7919, 0);
+    let perm = arrow::array::UInt32Array::from_iter_values(
+        (0..n).map(|i| (i as u64 * 7919 % n as u64) as u32),
+    );
+    let shuffled = dir.path().join("shuffled.parquet");
+    write_parquet(
+        &shuffled,
+        &[arrow::compute::take_record_batch(&t, &perm).unwrap()],
+    );
+    let job = adult_job(dir.path(), |t| {
+        t.replace("name = \"mondrian\"", "name = \"incognito\"")
+            + "\n[[attributes]]\nname = \"id\"\nrole = \"insensitive\"\n"
+    });
+    let release = |input: &std::path::Path, name: &str| {
+        let out = dir.path().join(name);
+        let o = run(kanon()
+            .args(["anonymize", "-c"])
+            .arg(&job)
+            .arg("-i")
+            .arg(input)
+            .arg("-o")
+            .arg(&out));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        out
+    };
+    let a = release(&input, "a.parquet");
+    let b = release(&shuffled, "b.parquet");
+    assert!(ids(&a).len() > 20_000);
+    assert!(ids(&a) == ids(&b), "input order shows through the release");
+    // The same rows in the same order (the files differ only in the input
+    // fingerprint of their metadata).
+    assert!(
+        read_parquet(&a).columns() == read_parquet(&b).columns(),
+        "the releases differ"
+    );
+}
+
+#[test]
+fn what_a_killed_run_leaves_is_named_and_cleaned_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = out_dir.join("release.parquet");
+    let job = adult_job(dir.path(), |t| t);
+    // A run held just before its commit, then killed outright.
+    let barrier = tempfile::tempdir().unwrap();
+    std::fs::write(barrier.path().join("before-commit.wait"), b"").unwrap();
+    let mut child = kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out)
+        .env("KANON_TEST_BARRIER", barrier.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !barrier.path().join("before-commit").exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "barrier not reached"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let left = ls(&out_dir);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with(".kanon-tmp-"), "{left:?}");
+    assert!(!out.exists());
+    // Files that are not a dead run's temporaries are kept: another name, a
+    // live process's (this test's), one from another host.
+    let keep = [
+        ".kanon-other.parquet".to_string(),
+        format!(".kanon-tmp-00000000-{}-x.parquet", std::process::id()),
+        "notes.txt".to_string(),
+    ];
+    for k in &keep {
+        std::fs::write(out_dir.join(k), b"x").unwrap();
+    }
+    // The next run writing there removes the dead run's file.
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut want: Vec<String> = keep.to_vec();
+    want.push("release.parquet".into());
+    want.sort();
+    assert_eq!(ls(&out_dir), want);
 }

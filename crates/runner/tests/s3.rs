@@ -539,3 +539,55 @@ fn of_two_concurrent_runs_exactly_one_publishes() {
         30162
     );
 }
+
+#[test]
+fn staged_objects_of_a_killed_run_are_removed_by_the_next_run() {
+    let Some(m) = Moto::start() else { return };
+    m.create_bucket("lake");
+    upload_adult(&m, "lake", "adult/");
+    // What a run killed between its upload and its commit copy leaves: a
+    // staged object next to the file, or inside a split release's prefix
+    // (where it made the destination look taken).
+    m.put(
+        "lake",
+        "releases/.kanon-tmp-0123456789abcdef-r.parquet",
+        b"x",
+    );
+    m.put(
+        "lake",
+        "releases/parts/.kanon-tmp-0123456789abcdef-part-00000.parquet",
+        b"x",
+    );
+    m.put("lake", "releases/keep.parquet", b"x");
+    std::thread::sleep(Duration::from_millis(1500));
+    for (out, extra) in [
+        ("s3://lake/releases/r.parquet", vec![]),
+        ("s3://lake/releases/parts", vec!["--max-file-size", "40kB"]),
+    ] {
+        let o = run(m
+            .kanon()
+            .env("KANON_TEST_STALE_S3_S", "1")
+            .args([
+                "anonymize",
+                "-c",
+                "configs/adult.toml",
+                "-i",
+                "s3://lake/adult/",
+                "-o",
+                out,
+            ])
+            .args(&extra));
+        assert_eq!(o.status.code(), Some(0), "{out}: {}", show(&o));
+    }
+    let keys = m.keys("lake", "releases/");
+    assert!(keys.iter().all(|k| !k.contains(".kanon-tmp-")), "{keys:?}");
+    assert!(
+        keys.contains(&"releases/keep.parquet".to_string()),
+        "{keys:?}"
+    );
+    assert!(keys.contains(&"releases/r.parquet".to_string()), "{keys:?}");
+    assert!(
+        keys.iter().any(|k| k.starts_with("releases/parts/part-")),
+        "{keys:?}"
+    );
+}

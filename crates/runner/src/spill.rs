@@ -1,0 +1,159 @@
+//! Spilling a release to local disk, bucket by bucket, so that pass 2 puts
+//! its rows in release order (`kanon_engine::order`) with bounded memory.
+//!
+//! A release larger than `output.buffer_rows` rows is split into buckets of
+//! consecutive class ranks. Pass 2 reads the input once and appends every
+//! recoded row to its bucket's spill file; each bucket is then read back,
+//! sorted in memory and written to the release in bucket order. The result
+//! is the very file the in-memory path writes.
+//!
+//! Spill files are uncompressed Parquet (the format of the release itself,
+//! so any release column spills, and the Arrow schema travels with it),
+//! with the row's group id in one more column. They live in a hidden
+//! directory `.kanon-spill-<host>-<pid>-*` of the system temporary directory
+//! (`TMPDIR`), removed when the job ends, fails or is interrupted; one left
+//! by a killed job is removed by the next job that spills (see
+//! [`crate::release::remove_stale_local`]).
+
+use std::fs::File;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use arrow::array::{Array, RecordBatch, UInt32Array};
+use arrow::compute::take_record_batch;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+/// Rows a spill file buffers per bucket before writing them out: memory is
+/// about this many rows per bucket.
+const SPILL_ROW_GROUP: usize = 8192;
+
+/// The name of the group column of a spill file.
+const GROUP: &str = "__kanon_group";
+
+/// Buckets of a release spilled to disk.
+pub struct Spill {
+    dir: tempfile::TempDir,
+    release_schema: SchemaRef,
+    schema: SchemaRef,
+    props: WriterProperties,
+    writers: Vec<Option<ArrowWriter<File>>>,
+}
+
+impl Spill {
+    /// A spill of `buckets` buckets of a release of `release_schema`.
+    ///
+    /// # Errors
+    /// The temporary directory cannot be created.
+    pub fn create(release_schema: &SchemaRef, buckets: usize) -> Result<Self> {
+        let tmp = std::env::temp_dir();
+        crate::release::remove_stale_local(&tmp);
+        let dir = tempfile::Builder::new()
+            .prefix(&crate::release::spill_prefix())
+            .tempdir_in(&tmp)
+            .with_context(|| {
+                format!(
+                    "cannot create a spill directory in {} (set TMPDIR to a writable directory, or raise `output.buffer_rows`)",
+                    tmp.display()
+                )
+            })?;
+        let mut fields: Vec<Arc<Field>> = release_schema.fields().iter().cloned().collect();
+        fields.push(Arc::new(Field::new(GROUP, DataType::UInt32, false)));
+        Ok(Spill {
+            dir,
+            release_schema: release_schema.clone(),
+            schema: Arc::new(Schema::new(fields)),
+            props: WriterProperties::builder()
+                .set_compression(Compression::UNCOMPRESSED)
+                .set_max_row_group_row_count(Some(SPILL_ROW_GROUP))
+                .build(),
+            writers: (0..buckets).map(|_| None).collect(),
+        })
+    }
+
+    fn path(&self, bucket: usize) -> std::path::PathBuf {
+        self.dir.path().join(format!("bucket-{bucket:06}.parquet"))
+    }
+
+    /// Appends released rows: `groups` holds each row's group, `bucket_of`
+    /// maps a group to its bucket.
+    ///
+    /// # Errors
+    /// Write failures (a full disk names the directory).
+    pub fn push(
+        &mut self,
+        batch: &RecordBatch,
+        groups: &[u32],
+        bucket_of: impl Fn(u32) -> usize,
+    ) -> Result<()> {
+        let buckets: Vec<usize> = groups.iter().map(|&g| bucket_of(g)).collect();
+        // Rows grouped by bucket, input order kept inside a bucket (it is
+        // sorted away later): one take, then a slice per bucket.
+        let mut idx: Vec<u32> = (0..groups.len() as u32).collect();
+        idx.sort_by_key(|&i| buckets[i as usize]);
+        let grouped = take_record_batch(batch, &UInt32Array::from(idx.clone()))?;
+        let mut start = 0;
+        while start < idx.len() {
+            let b = buckets[idx[start] as usize];
+            let end = start + idx[start..].partition_point(|&i| buckets[i as usize] == b);
+            let mut cols = grouped.slice(start, end - start).columns().to_vec();
+            cols.push(Arc::new(UInt32Array::from_iter_values(
+                idx[start..end].iter().map(|&i| groups[i as usize]),
+            )));
+            let part = RecordBatch::try_new(self.schema.clone(), cols)?;
+            let path = self.path(b);
+            let w = match &mut self.writers[b] {
+                Some(w) => w,
+                slot => {
+                    let f = File::create_new(&path)
+                        .with_context(|| format!("cannot create spill file {}", path.display()))?;
+                    slot.insert(ArrowWriter::try_new(
+                        f,
+                        self.schema.clone(),
+                        Some(self.props.clone()),
+                    )?)
+                }
+            };
+            w.write(&part)
+                .with_context(|| format!("cannot write spill file {}", path.display()))?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// The rows of one bucket and their groups, in spill order; its file is
+    /// removed.
+    ///
+    /// # Errors
+    /// Read or write failures.
+    pub fn take(&mut self, bucket: usize) -> Result<(Vec<RecordBatch>, Vec<u32>)> {
+        let Some(w) = self.writers[bucket].take() else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let path = self.path(bucket);
+        w.close()
+            .with_context(|| format!("cannot write spill file {}", path.display()))?;
+        let f = File::open(&path)
+            .with_context(|| format!("cannot read spill file {}", path.display()))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
+        let mut batches = Vec::new();
+        let mut groups = Vec::new();
+        let group_col = self.release_schema.fields().len();
+        for b in reader {
+            let b = b.with_context(|| format!("cannot read spill file {}", path.display()))?;
+            let g = b
+                .column(group_col)
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .context("spill file lost its group column")?;
+            groups.extend(g.values().iter().copied());
+            let cols = b.columns()[..group_col].to_vec();
+            batches.push(RecordBatch::try_new(self.release_schema.clone(), cols)?);
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok((batches, groups))
+    }
+}

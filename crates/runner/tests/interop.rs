@@ -1,0 +1,116 @@
+//! Issue 15, item 8: pyarrow, pandas, DuckDB and polars read every release,
+//! and a release carries no stale input metadata. The readers run in Python
+//! (`tests/interop/read_release.py`); without the packages the test is
+//! skipped, except under `CI=true`, where it fails.
+
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Int64Array, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema};
+use common::*;
+
+fn script() -> std::path::PathBuf {
+    root().join("tests/interop/read_release.py")
+}
+
+/// Whether Python and the four readers are there; panics under `CI=true`
+/// when they are not.
+fn python_ready() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import pyarrow, pandas, duckdb, polars"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "python3 with pyarrow, pandas, duckdb and polars is required in CI: pip install pyarrow pandas duckdb polars"
+        );
+        eprintln!("skipped: python3 with pyarrow, pandas, duckdb and polars not found");
+    }
+    ok
+}
+
+fn python(args: &[&std::ffi::OsStr]) {
+    let o = Command::new("python3")
+        .arg(script())
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "python {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn python_readers_read_releases_of_a_pandas_input() {
+    if !python_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Adult with a patient id, rewritten by pandas with a non-default index:
+    // its `pandas` metadata names `patient_id` and `__index_level_0__`.
+    let t = adult().slice(0, 5000);
+    let mut fields: Vec<Field> = t
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut cols: Vec<ArrayRef> = t.columns().to_vec();
+    fields.push(Field::new("patient_id", DataType::Int64, false));
+    cols.push(Arc::new(Int64Array::from_iter_values(
+        (0..t.num_rows() as i64).map(|i| 900_000 + i),
+    )));
+    let plain = dir.path().join("plain.parquet");
+    write_parquet(
+        &plain,
+        &[RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()],
+    );
+    let input = dir.path().join("in.parquet");
+    python(&[
+        "pandas-input".as_ref(),
+        plain.as_os_str(),
+        input.as_os_str(),
+    ]);
+    let job = adult_job(dir.path(), |t| {
+        t + "\n[[attributes]]\nname = \"patient_id\"\nrole = \"identifying\"\n\
+             \n[[attributes]]\nname = \"__index_level_0__\"\nrole = \"identifying\"\n"
+    });
+    for (name, extra) in [
+        ("one.parquet", vec![]),
+        ("parts", vec!["--max-file-size", "40kB"]),
+    ] {
+        let out = dir.path().join(name);
+        let o = run(kanon()
+            .args(["anonymize", "-c"])
+            .arg(&job)
+            .arg("-i")
+            .arg(&input)
+            .arg("-o")
+            .arg(&out)
+            .args(&extra));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let rows = if out.is_dir() {
+            std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| read_parquet(&e.unwrap().path()).num_rows())
+                .sum::<usize>()
+        } else {
+            read_parquet(&out).num_rows()
+        };
+        assert!(rows > 0);
+        python(&[
+            "check".as_ref(),
+            out.as_os_str(),
+            rows.to_string().as_ref(),
+            "patient_id".as_ref(),
+            "__index_level_0__".as_ref(),
+        ]);
+    }
+}
