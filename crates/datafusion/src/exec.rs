@@ -505,7 +505,8 @@ fn run_engine(
     m.verify_time.add_duration(result.timings.verify);
     check_cancelled(cancelled)?;
     let t = Instant::now();
-    let recoder = Recoder::new(spec, &table, &result.partition);
+    let recoder = Recoder::new(spec, &table, &result.partition)
+        .with_pseudonymiser(job.pseudonymiser().clone());
     drop(table);
     // Verify the release as published, by its labels: recode only the QI
     // and sensitive columns of every batch.

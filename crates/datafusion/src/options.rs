@@ -19,11 +19,20 @@
 //! | `config` | a job file (TOML) loaded first; every other key overrides it |
 //! | `k`, `suppression_limit` | `privacy.k`, `privacy.suppression_limit` |
 //! | `algorithm` (a string), `seed` | `algorithm.name`, `algorithm.seed` |
-//! | `qi`, `sensitive`, `identifying`, `insensitive` | column names (a string or a list) given that role; a column not yet listed is added with flexible generalisation |
+//! | `qi`, `sensitive`, `identifying`, `insensitive`, `pseudonymised` | column names (a string or a list) given that role; a column not yet listed is added with flexible generalisation |
+//! | `unlisted` | `columns.unlisted`: `"error"` (default), `"insensitive"` or `"identifying"` for input columns given no role |
 //!
-//! Hierarchy files are found as the runner finds them: relative to the
-//! current directory when they exist there, else to the job file's
-//! directory, then its parent. `input` and `output` of a job file are
+//! Every column of the input (the table or subquery) needs a role, or the
+//! call opts in with `unlisted` ([`kanon_engine::columns`]). A pseudonymised
+//! column's key is read from its `key_env` environment variable (default
+//! `KANON_PSEUDONYM_KEY`) of the process that plans the query.
+//!
+//! Files named by the options (`config`, hierarchy files) are read only
+//! under the directories the session allows ([`FileAccess`], set with
+//! [`crate::register_with`]; default the current directory), after
+//! resolving `..` and symbolic links. Hierarchy files are found as the
+//! runner finds them: relative to the current directory when they exist
+//! there, else to the job file's directory, then its parent. `input` and `output` of a job file are
 //! ignored: the table comes from SQL and the release goes where the query
 //! sends it (`COPY ... TO`).
 
@@ -33,6 +42,7 @@ use std::sync::Arc;
 
 use datafusion::common::{plan_datafusion_err, DataFusionError, Result};
 use kanon_engine::hierarchy::Hierarchy;
+use kanon_engine::recode::Pseudonymiser;
 use kanon_engine::spec::JobSpec;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -64,11 +74,131 @@ pub struct AnonymizeSettings {
     pub config: Option<String>,
 }
 
-/// [`AnonymizeSettings`] with their hierarchies parsed.
+/// [`AnonymizeSettings`] with their hierarchies parsed and the keys of
+/// their pseudonymised columns (never part of the settings, never printed).
 #[derive(Debug, Clone)]
 pub struct Job {
     settings: AnonymizeSettings,
     hierarchies: FxHashMap<String, Arc<Hierarchy>>,
+    pseudonymiser: Pseudonymiser,
+}
+
+/// The directories under which `anonymize()` and `kanon_risk()` options may
+/// name files (`config`, hierarchy files): a setting of the session, so a
+/// SQL user cannot read any file the server process can. Paths are compared
+/// after resolving `..` and symbolic links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileAccess {
+    dirs: Vec<PathBuf>,
+}
+
+impl Default for FileAccess {
+    /// The current directory only (nothing when it cannot be determined).
+    fn default() -> Self {
+        FileAccess {
+            dirs: std::env::current_dir()
+                .and_then(|d| d.canonicalize())
+                .into_iter()
+                .collect(),
+        }
+    }
+}
+
+impl FileAccess {
+    /// Allows the files under `dirs` (relative ones against the current
+    /// directory).
+    ///
+    /// # Errors
+    /// A configuration error naming a directory that does not exist.
+    pub fn new(dirs: &[PathBuf]) -> Result<Self> {
+        let dirs = dirs
+            .iter()
+            .map(|d| {
+                d.canonicalize().map_err(|e| {
+                    DataFusionError::Configuration(format!(
+                        "kanon: allowed directory {} cannot be used: {e}",
+                        d.display()
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(FileAccess { dirs })
+    }
+
+    /// The allowed directories, canonical.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// The path to read for `path`, named by `option` of `function`: its
+    /// real path when it exists. A path outside every allowed directory is
+    /// refused whether it exists or not (so the error says nothing about
+    /// files outside).
+    ///
+    /// # Errors
+    /// A plan error naming the path, the option and how to allow it.
+    pub fn check(&self, path: &Path, option: &str, function: &str) -> Result<PathBuf> {
+        let absolute = std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf());
+        let real = real_path(&absolute);
+        if self.dirs.iter().any(|d| real.starts_with(d)) {
+            return Ok(if real.exists() {
+                real
+            } else {
+                path.to_path_buf()
+            });
+        }
+        let dirs: Vec<String> = self.dirs.iter().map(|d| d.display().to_string()).collect();
+        Err(plan_datafusion_err!(
+            "{function}(): {} (option `{option}`) is outside the directories this session may read files from ([{}]); move the file under one of them, or allow its directory: `kanon sql --allow-dir DIR`, or in Rust kanon_datafusion::register_with(&ctx, Options {{ allowed_dirs, .. }})",
+            path.display(),
+            dirs.join(", ")
+        ))
+    }
+}
+
+/// `path` with `.`, `..` and symbolic links resolved: the real path of its
+/// longest existing ancestor, followed by the rest of it.
+fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                match Path::new(part).components().next() {
+                    Some(std::path::Component::ParentDir) => {
+                        out.pop();
+                    }
+                    Some(std::path::Component::CurDir) | None => {}
+                    _ => out.push(part),
+                }
+            }
+            return out;
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => {
+                // `..` at the end, or the root: keep the components as
+                // written, without `.` and `..` (lexically).
+                let mut out = PathBuf::new();
+                for c in path.components() {
+                    match c {
+                        std::path::Component::ParentDir => {
+                            out.pop();
+                        }
+                        std::path::Component::CurDir => {}
+                        c => out.push(c),
+                    }
+                }
+                return out;
+            }
+        }
+    }
 }
 
 impl AnonymizeSettings {
@@ -115,10 +245,21 @@ impl Job {
                 ));
             }
         }
+        // The keys come from the environment of the process that plans
+        // the query; only the variables' names are in the settings.
+        let pseudonymiser =
+            Pseudonymiser::from_lookup(&settings.spec, |var| std::env::var(var).ok())
+                .map_err(|e| plan_datafusion_err!("{function}(): {e}"))?;
         Ok(Job {
             settings,
             hierarchies,
+            pseudonymiser,
         })
+    }
+
+    /// The keys of the pseudonymised columns.
+    pub fn pseudonymiser(&self) -> &Pseudonymiser {
+        &self.pseudonymiser
     }
 
     /// The plain settings.
@@ -237,7 +378,11 @@ fn names(v: &Value, key: &str, function: &str) -> Result<Vec<String>> {
 ///
 /// # Errors
 /// A plan error naming the option, file or setting at fault.
-pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<AnonymizeSettings> {
+pub fn settings_from(
+    mut options: Map<String, Value>,
+    function: &str,
+    files: &FileAccess,
+) -> Result<AnonymizeSettings> {
     let config = match options.remove("config") {
         None => None,
         Some(Value::String(p)) => Some(p),
@@ -248,7 +393,10 @@ pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<
         }
     };
     let mut base = Map::new();
-    let config_path = config.as_deref().map(|c| resolve(c, None));
+    let config_path = config
+        .as_deref()
+        .map(|c| files.check(&resolve(c, None), "config", function))
+        .transpose()?;
     if let (Some(c), Some(path)) = (&config, &config_path) {
         let text = std::fs::read_to_string(path).map_err(|e| {
             plan_datafusion_err!(
@@ -275,6 +423,8 @@ pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<
         ("sensitive", "sensitive"),
         ("identifying", "identifying"),
         ("insensitive", "insensitive"),
+        ("pseudonymised", "pseudonymised"),
+        ("pseudonymized", "pseudonymised"),
     ] {
         if let Some(v) = options.remove(key) {
             roles.push((role, names(&v, key, function)?));
@@ -347,12 +497,16 @@ pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<
     }
     let spec: JobSpec = serde_json::from_value(Value::Object(base)).map_err(|e| {
         plan_datafusion_err!(
-            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive, unlisted"
+            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive, pseudonymised, unlisted"
         )
     })?;
     let mut hierarchies = BTreeMap::new();
     for (attribute, path, delimiter) in spec.hierarchy_files() {
-        let file = resolve(path, config_path.as_deref());
+        let file = files.check(
+            &resolve(path, config_path.as_deref()),
+            &format!("attributes.{attribute}.hierarchy"),
+            function,
+        )?;
         let text = std::fs::read_to_string(&file).map_err(|e| {
             plan_datafusion_err!(
                 "{function}(): cannot read hierarchy file {} of attribute `{attribute}` (setting attributes.{attribute}.hierarchy): {e}",
@@ -379,9 +533,9 @@ pub fn settings_from(mut options: Map<String, Value>, function: &str) -> Result<
 ///
 /// # Errors
 /// A plan error naming the option, file or setting at fault.
-pub fn job_from_options(text: &str, function: &str) -> Result<Job> {
+pub fn job_from_options(text: &str, function: &str, files: &FileAccess) -> Result<Job> {
     let options = parse_options(text, function)?;
-    Job::try_new(settings_from(options, function)?, function)
+    Job::try_new(settings_from(options, function, files)?, function)
 }
 
 #[cfg(test)]
@@ -393,6 +547,7 @@ mod tests {
         let job = job_from_options(
             r#"k = 3, qi = ["age", "zip"], sensitive = "disease", algorithm = "datafly", seed = 7"#,
             "anonymize",
+            &FileAccess::default(),
         )
         .unwrap();
         let s = job.spec();
@@ -408,11 +563,13 @@ mod tests {
         let json = job_from_options(
             r#"{"privacy": {"k": 4}, "attributes": [{"name": "age", "role": "qi"}]}"#,
             "anonymize",
+            &FileAccess::default(),
         )
         .unwrap();
         let toml = job_from_options(
             "[privacy]\nk = 4\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n",
             "anonymize",
+            &FileAccess::default(),
         )
         .unwrap();
         assert_eq!(json.settings(), toml.settings());
@@ -423,12 +580,14 @@ mod tests {
     fn config_file_is_loaded_then_overridden() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let cfg = root.join("configs/adult.toml");
+        let repo = FileAccess::new(&[root.clone()]).unwrap();
         let job = job_from_options(
             &format!(
                 r#"config = "{}", k = 5, algorithm.name = "datafly", privacy.suppression_limit = 0.01"#,
                 cfg.display()
             ),
             "anonymize",
+            &repo,
         )
         .unwrap();
         assert_eq!(job.spec().privacy.k, 5);
@@ -446,21 +605,91 @@ mod tests {
 
     #[test]
     fn errors_name_the_option() {
-        let e = job_from_options("k = 3, qi = [\"a\"], colour = 1", "anonymize")
-            .unwrap_err()
-            .to_string();
+        let e = job_from_options(
+            "k = 3, qi = [\"a\"], colour = 1",
+            "anonymize",
+            &FileAccess::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("unknown field `colour`"), "{e}");
-        let e = job_from_options("k = ", "anonymize")
+        let e = job_from_options("k = ", "anonymize", &FileAccess::default())
             .unwrap_err()
             .to_string();
         assert!(e.contains("not valid TOML key/values"), "{e}");
-        let e = job_from_options("k = 0, qi = \"a\"", "anonymize")
+        let e = job_from_options("k = 0, qi = \"a\"", "anonymize", &FileAccess::default())
             .unwrap_err()
             .to_string();
         assert!(e.contains("privacy.k"), "{e}");
-        let e = job_from_options("config = \"nope.toml\"", "anonymize")
+        let e = job_from_options(
+            "config = \"nope.toml\"",
+            "anonymize",
+            &FileAccess::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cannot read job file nope.toml"), "{e}");
+    }
+
+    #[test]
+    fn files_outside_the_allowed_directories_are_refused() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let configs = FileAccess::new(&[root.join("configs")]).unwrap();
+        let data = FileAccess::new(&[root.join("data")]).unwrap();
+        let cfg = root.join("configs/adult.toml");
+        let opts = format!(r#"config = "{}""#, cfg.display());
+        // The job file is allowed, its hierarchies (under data/) are not.
+        let e = job_from_options(&opts, "anonymize", &configs)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("cannot read job file nope.toml"), "{e}");
+        assert!(
+            e.contains("option `attributes.age.hierarchy`")
+                || e.contains(".hierarchy`) is outside"),
+            "{e}"
+        );
+        assert!(
+            e.contains("--allow-dir") && e.contains("register_with"),
+            "{e}"
+        );
+        // `..` and a symbolic link do not escape.
+        let sneaky = root.join("data/../configs/adult.toml");
+        let e = job_from_options(
+            &format!(r#"config = "{}""#, sneaky.display()),
+            "anonymize",
+            &data,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("option `config`") && e.contains("outside"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("link.toml");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&cfg, &link).unwrap();
+            let inside = FileAccess::new(&[dir.path().to_path_buf()]).unwrap();
+            let e = job_from_options(
+                &format!(r#"config = "{}""#, link.display()),
+                "anonymize",
+                &inside,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("option `config`") && e.contains("outside"),
+                "{e}"
+            );
+        }
+        // A missing file outside says the same as an existing one.
+        let e = job_from_options(r#"config = "/nonexistent/x.toml""#, "anonymize", &data)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("outside"), "{e}");
+        // Both allowed: fine.
+        let both = FileAccess::new(&[root.join("configs"), root.join("data")]).unwrap();
+        job_from_options(&opts, "anonymize", &both).unwrap();
+        assert!(FileAccess::new(&[root.join("no-such-dir")]).is_err());
     }
 }

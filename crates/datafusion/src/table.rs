@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::error::engine_error;
 use crate::exec::AnonymizeExec;
-use crate::options::{parse_options, settings_from, Job};
+use crate::options::{parse_options, settings_from, FileAccess, Job};
 use crate::risk::{risk_schema, KanonRiskExec};
 
 /// Name of the anonymising table function.
@@ -253,22 +253,47 @@ impl TableProvider for RiskTable {
 /// session (a string, e.g. `'adult'` or `'public.adult'`), `options` holds
 /// the settings (see [`crate::options`]).
 #[derive(Debug, Default)]
-pub struct AnonymizeFunc;
+pub struct AnonymizeFunc {
+    files: Arc<FileAccess>,
+}
+
+impl AnonymizeFunc {
+    /// The function, reading files named by its options only where `files`
+    /// allows.
+    pub fn new(files: Arc<FileAccess>) -> Self {
+        AnonymizeFunc { files }
+    }
+}
 
 /// `kanon_risk(table, options)`: risk and loss of a table for the QIs of the
 /// options, without changing it.
 #[derive(Debug, Default)]
-pub struct KanonRiskFunc;
+pub struct KanonRiskFunc {
+    files: Arc<FileAccess>,
+}
+
+impl KanonRiskFunc {
+    /// The function, reading files named by its options only where `files`
+    /// allows.
+    pub fn new(files: Arc<FileAccess>) -> Self {
+        KanonRiskFunc { files }
+    }
+}
 
 impl TableFunctionImpl for AnonymizeFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        call(Function::Anonymize, args.exprs(), args.session())
+        call(
+            Function::Anonymize,
+            args.exprs(),
+            args.session(),
+            &self.files,
+        )
     }
 }
 
 impl TableFunctionImpl for KanonRiskFunc {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        call(Function::Risk, args.exprs(), args.session())
+        call(Function::Risk, args.exprs(), args.session(), &self.files)
     }
 }
 
@@ -279,7 +304,12 @@ fn usage(f: Function) -> String {
     )
 }
 
-fn call(f: Function, exprs: &[Expr], session: &dyn Session) -> Result<Arc<dyn TableProvider>> {
+fn call(
+    f: Function,
+    exprs: &[Expr],
+    session: &dyn Session,
+    files: &FileAccess,
+) -> Result<Arc<dyn TableProvider>> {
     let name = f.name();
     let (table, options) = match exprs {
         [t] => (t, None),
@@ -324,7 +354,7 @@ fn call(f: Function, exprs: &[Expr], session: &dyn Session) -> Result<Arc<dyn Ta
         }
     };
     let job = Arc::new(Job::try_new(
-        settings_from(parse_options(&options, name)?, name)?,
+        settings_from(parse_options(&options, name)?, name, files)?,
         name,
     )?);
     let provider = lookup_table(session, &table, f)?;
@@ -370,7 +400,17 @@ fn lookup_table(session: &dyn Session, name: &str, f: Function) -> Result<Arc<dy
 /// `config => 'configs/adult.toml'`); other calls go on to the table
 /// functions.
 #[derive(Debug, Default)]
-pub struct KanonRelationPlanner;
+pub struct KanonRelationPlanner {
+    files: Arc<FileAccess>,
+}
+
+impl KanonRelationPlanner {
+    /// The planner, reading files named by the options only where `files`
+    /// allows.
+    pub fn new(files: Arc<FileAccess>) -> Self {
+        KanonRelationPlanner { files }
+    }
+}
 
 impl RelationPlanner for KanonRelationPlanner {
     fn plan_relation(
@@ -504,7 +544,10 @@ impl RelationPlanner for KanonRelationPlanner {
             }
         };
         let input = input.expect("planned above");
-        let job = Arc::new(Job::try_new(settings_from(merged, name)?, name)?);
+        let job = Arc::new(Job::try_new(
+            settings_from(merged, name, &self.files)?,
+            name,
+        )?);
         let provider = f.table(input, job)?;
         let plan =
             LogicalPlanBuilder::scan(format!("{name}()"), provider_as_source(provider), None)?

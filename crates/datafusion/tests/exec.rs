@@ -30,7 +30,10 @@ async fn session(partitions: usize, pool: Option<Arc<dyn MemoryPool>>) -> Sessio
         SessionConfig::new().with_target_partitions(partitions),
         rt.build_arc().unwrap(),
     );
-    kanon_datafusion::register(&ctx).unwrap();
+    // The job file and hierarchies live in the repository, not under the
+    // test's working directory (the crate).
+    kanon_datafusion::register_with(&ctx, kanon_datafusion::Options::allowed_dirs([root()]))
+        .unwrap();
     ctx.register_parquet(
         "adult",
         root().join("data/adult/adult.parquet").to_str().unwrap(),

@@ -97,7 +97,7 @@ pub fn check(spec: &JobSpec, schema: &Schema, source: &str) -> Result<()> {
     if !unlisted.is_empty() {
         let lines: String = unlisted
             .iter()
-            .map(|n| format!("\n  [[attributes]]\n  name = \"{n}\"\n  role = \"insensitive\"   # or identifying, quasi-identifier, sensitive"))
+            .map(|n| format!("\n  [[attributes]]\n  name = \"{n}\"\n  role = \"insensitive\"   # or identifying, pseudonymised, quasi-identifier, sensitive"))
             .collect();
         return Err(Error::spec(
             "attributes",

@@ -149,6 +149,12 @@ pub enum Role {
     /// Anything else: passed through unchanged.
     #[default]
     Insensitive,
+    /// An identifier the data owner must still join on: released as the
+    /// keyed HMAC-SHA256 of its value (64 lowercase hex digits; nulls stay
+    /// null), the key read by the front end from the environment variable
+    /// `key_env` ([`crate::recode::Pseudonymiser`]).
+    #[serde(alias = "pseudonymized")]
+    Pseudonymised,
 }
 
 /// Whether a QI is ordered (numeric) or unordered (categorical).
@@ -207,7 +213,16 @@ pub struct AttributeSpec {
     /// What to do with nulls (QIs only).
     #[serde(default)]
     pub nulls: NullPolicy,
+    /// The environment variable holding the key of a pseudonymised column,
+    /// default [`DEFAULT_KEY_ENV`]. Only the variable's name is part of the
+    /// job: the key itself never is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_env: Option<String>,
 }
+
+/// The environment variable a pseudonymised column's key is read from when
+/// the attribute gives no `key_env`.
+pub const DEFAULT_KEY_ENV: &str = "KANON_PSEUDONYM_KEY";
 
 /// How a QI is generalised.
 #[derive(Debug, Clone, PartialEq)]
@@ -256,6 +271,11 @@ impl AttributeSpec {
     /// The weight of this attribute (default 1).
     pub fn weight(&self) -> f64 {
         self.weight.unwrap_or(1.0)
+    }
+
+    /// The environment variable holding this attribute's pseudonym key.
+    pub fn key_env(&self) -> &str {
+        self.key_env.as_deref().unwrap_or(DEFAULT_KEY_ENV)
     }
 }
 
@@ -465,6 +485,18 @@ impl JobSpec {
                 ));
             }
             a.generalisation()?;
+            if a.key_env.is_some() && a.role != Role::Pseudonymised {
+                return Err(Error::spec(
+                    format!("attributes.{}.key_env", a.name),
+                    "only applies to `role = \"pseudonymised\"`",
+                ));
+            }
+            if a.key_env.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                return Err(Error::spec(
+                    format!("attributes.{}.key_env", a.name),
+                    "name an environment variable, e.g. key_env = \"KANON_PSEUDONYM_KEY\"",
+                ));
+            }
             if let Some(w) = a.weight {
                 if !(w >= 0.0 && w.is_finite()) {
                     return Err(Error::spec(

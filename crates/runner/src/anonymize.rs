@@ -128,6 +128,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     crate::release::check_destination(&storage, &output, max_file_bytes.is_some(), overwrite)?;
 
     let t = Instant::now();
+    let pseudonymiser = job.pseudonymiser()?;
     let dataset = Dataset::open(&storage, &input, &spec.input)?;
     let fits = |r: Result<(), Error>| {
         r.with_context(|| format!("input {input} does not fit job {}", job.path.display()))
@@ -239,7 +240,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
 
     // Pass 2: every column, recoded batch by batch.
     let t = Instant::now();
-    let recoder = Recoder::new(spec, &qi, &result.partition);
+    let recoder = Recoder::new(spec, &qi, &result.partition).with_pseudonymiser(pseudonymiser);
     drop(qi);
     let mut options = options;
     options.metadata = provenance(spec, &result, rows_in, fingerprint.as_deref());

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use kanon_engine::hierarchy::Hierarchy;
-use kanon_engine::spec::JobSpec;
+use kanon_engine::spec::{JobSpec, MissingSensitive};
 use rustc_hash::FxHashMap;
 
 use crate::exit::Failure;
@@ -272,6 +272,20 @@ impl Job {
         Ok(job)
     }
 
+    /// The keys of the job's pseudonymised columns, read from the
+    /// environment variables the job names (`key_env`). Only `kanon
+    /// anonymize` needs them; the keys are never logged.
+    ///
+    /// # Errors
+    /// A bad-input failure naming the attribute and the variable when it is
+    /// unset, empty or too short.
+    pub fn pseudonymiser(&self) -> Result<kanon_engine::recode::Pseudonymiser> {
+        kanon_engine::recode::Pseudonymiser::from_lookup(&self.spec, |var| std::env::var(var).ok())
+            .map_err(|e| {
+                Failure::bad_input(format!("in job file {}: {e}", self.path.display())).into()
+            })
+    }
+
     /// Resolves a path written in the job file.
     pub fn resolve(&self, p: &str) -> PathBuf {
         let direct = PathBuf::from(p);
@@ -375,7 +389,7 @@ pub fn weakenings(file: &JobSpec, new: &JobSpec) -> Vec<String> {
         (Some(x), Some(y)) if y < x => out.push(format!("privacy.l lowered from {x} to {y}")),
         _ => {}
     }
-    if a.l.is_some() && a.diversity != b.diversity {
+    if a.l.is_some() && file.diversity() != new.diversity() {
         out.push(format!(
             "privacy.diversity changed from {:?} to {:?}",
             file.diversity(),
@@ -387,6 +401,15 @@ pub fn weakenings(file: &JobSpec, new: &JobSpec) -> Vec<String> {
         if y > x {
             out.push(format!("privacy.c raised from {x} to {y}"));
         }
+    }
+    if a.l.is_some()
+        && a.missing_sensitive == MissingSensitive::Ignore
+        && b.missing_sensitive == MissingSensitive::Value
+    {
+        out.push(
+            "privacy.missing_sensitive changed from ignore to value (missing values would count toward l)"
+                .to_string(),
+        );
     }
     if new.suppression_limit() > file.suppression_limit() {
         out.push(format!(
@@ -509,8 +532,10 @@ mod tests {
         weaker.privacy.l = Some(2);
         weaker.privacy.suppression_limit = Some(0.1);
         weaker.privacy.requirements.clear();
+        weaker.privacy.missing_sensitive = MissingSensitive::Value;
         let w = weakenings(&file, &weaker);
-        assert_eq!(w.len(), 4, "{w:?}");
+        assert_eq!(w.len(), 5, "{w:?}");
+        assert!(w.iter().any(|w| w.contains("missing_sensitive")), "{w:?}");
         let mut stronger = file.clone();
         stronger.privacy.k = 9;
         stronger.privacy.requirements.clear();

@@ -194,6 +194,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                     masking: false,
                     weight: None,
                     nulls: NullPolicy::Suppress,
+                    key_env: None,
                 })
                 .collect(),
             ..Default::default()

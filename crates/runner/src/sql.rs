@@ -54,6 +54,11 @@ pub struct SqlArgs {
     /// `--set storage.endpoint=http://127.0.0.1:9000` (also `KANON_STORAGE_*`).
     #[arg(long = "set", value_name = "storage.KEY=VALUE")]
     pub set: Vec<String>,
+    /// Let the options of anonymize() and kanon_risk() read files (`config`,
+    /// hierarchy files) under DIR; repeat for more. Default: the current
+    /// directory only.
+    #[arg(long = "allow-dir", value_name = "DIR")]
+    pub allow_dirs: Vec<std::path::PathBuf>,
     /// Print at most this many rows (0: all).
     #[arg(long, default_value_t = 100)]
     pub max_rows: usize,
@@ -223,7 +228,12 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
         .build()
         .context("cannot start the query runtime")?;
     let ctx = SessionContext::new();
-    kanon_datafusion::register(&ctx).context("cannot register kanon's SQL functions")?;
+    let options = match args.allow_dirs.as_slice() {
+        [] => kanon_datafusion::Options::default(),
+        dirs => kanon_datafusion::Options::allowed_dirs(dirs.iter().cloned()),
+    };
+    kanon_datafusion::register_with(&ctx, options)
+        .context("cannot register kanon's SQL functions (check --allow-dir)")?;
     for t in &tables {
         rt.block_on(register(&ctx, &storage, t, args))?;
     }

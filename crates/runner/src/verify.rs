@@ -65,6 +65,40 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         tracing::warn!(release = %location, "release holds identifying columns");
         return Ok(ExitCode::from(exit::VERIFY_FAILED));
     }
+    // Pseudonymised columns must hold pseudonyms only (64 hex digits):
+    // anything else is a raw identifier published by mistake.
+    let pseudonymised: Vec<String> = job
+        .spec
+        .attributes
+        .iter()
+        .filter(|a| {
+            a.role == kanon_engine::spec::Role::Pseudonymised
+                && dataset.schema.index_of(&a.name).is_ok()
+        })
+        .map(|a| a.name.clone())
+        .collect();
+    if !pseudonymised.is_empty() {
+        for batch in dataset.scan(&storage, Some(dataset.projection(&pseudonymised)), false) {
+            check_interrupt()?;
+            let batch = batch?;
+            for name in &pseudonymised {
+                let Some(array) = batch.column_by_name(name) else {
+                    continue;
+                };
+                match kanon_engine::recode::check_pseudonymised(name, array.as_ref()) {
+                    Ok(()) => {}
+                    Err(Error::VerificationFailed(msg)) => {
+                        println!("{location}: does NOT satisfy the job: {msg}");
+                        tracing::warn!(release = %location, column = %name, "release holds raw values of a pseudonymised column");
+                        return Ok(ExitCode::from(exit::VERIFY_FAILED));
+                    }
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("cannot check release {location}"))
+                    }
+                }
+            }
+        }
+    }
     let mut verifier = ReleaseVerifier::try_new(&job.spec, &dataset.schema)
         .with_context(|| format!("cannot check release {location}"))?;
     let bar = ui.bar("verify", dataset.rows);
