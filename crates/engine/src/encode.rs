@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 use crate::codes::{with_codes, Codes, CodesBuilder};
 use crate::error::{Error, Result};
 use crate::hierarchy::{Hierarchy, NodeId};
+use crate::number::{numbers, Exact, Number};
 use crate::spec::{AttributeSpec, GeneralisationSpec, JobSpec, Kind, NullPolicy, Role};
 
 /// One encoded quasi-identifier.
@@ -318,8 +319,9 @@ enum Dictionary {
     Leaves(Arc<Hierarchy>),
     /// Distinct strings in order of first appearance (sorted at the end).
     Strings(FxHashMap<String, u32>, Vec<String>),
-    /// Distinct numbers in order of first appearance (sorted at the end).
-    Numbers(FxHashMap<u64, u32>, Vec<f64>),
+    /// Distinct numbers, by their exact value, in order of first appearance
+    /// (sorted at the end).
+    Numbers(FxHashMap<Exact, u32>, Vec<Number>),
 }
 
 #[derive(Debug)]
@@ -328,6 +330,9 @@ struct ColumnEncoder {
     kind: Kind,
     generalisation: GeneralisationSpec,
     dict: Dictionary,
+    /// A quasi-identifier (NaN is a missing value, like null), not a
+    /// sensitive column (NaN is a value of its own, missing for l).
+    is_qi: bool,
     codes: CodesBuilder,
     nulls: usize,
     missing: usize,
@@ -366,6 +371,46 @@ pub struct Encoder {
 
 fn is_numeric(dt: &DataType) -> bool {
     dt.is_numeric()
+}
+
+/// The text of a float column as a release prints its values (`25`, not
+/// `25.0`; `-0` is `0`), so categorical floats, numeric floats and
+/// hierarchy leaves written for the values agree; `None` for other types.
+fn float_text(column: &str, array: &ArrayRef) -> Result<Option<ArrayRef>> {
+    if !matches!(
+        array.data_type(),
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    ) {
+        return Ok(None);
+    }
+    let text: arrow::array::StringArray = numbers(column, array, &mut 0)?
+        .into_iter()
+        .map(|n| n.map(|n| n.label()))
+        .collect();
+    Ok(Some(Arc::new(text)))
+}
+
+/// The positions of NaN values of a float array (plain or dictionary), if
+/// any: a NaN quasi-identifier is a missing value, like a null.
+fn nan_rows(array: &ArrayRef) -> Option<Vec<usize>> {
+    let value_type = match array.data_type() {
+        DataType::Dictionary(_, v) => v.as_ref(),
+        other => other,
+    };
+    if !matches!(
+        value_type,
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    ) {
+        return None;
+    }
+    let floats = cast(array, &DataType::Float64).ok()?;
+    let rows: Vec<usize> = floats
+        .as_primitive::<arrow::datatypes::Float64Type>()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.is_some_and(f64::is_nan).then_some(i))
+        .collect();
+    (!rows.is_empty()).then_some(rows)
 }
 
 impl Encoder {
@@ -455,6 +500,7 @@ impl Encoder {
                 kind,
                 generalisation,
                 dict,
+                is_qi: a.role == Role::QuasiIdentifier,
                 codes: CodesBuilder::default(),
                 nulls: 0,
                 missing: 0,
@@ -528,6 +574,15 @@ impl Encoder {
                     }
                 }
             }
+            // NaN is no value a quasi-identifier can publish: missing, as null.
+            if let Some(nan) = nan_rows(&array).filter(|_| is_qi) {
+                if col.spec.nulls == NullPolicy::Error {
+                    col.nulls += nan.len();
+                } else {
+                    self.excluded
+                        .extend(nan.into_iter().map(|i| offset + i as u32));
+                }
+            }
             debug_assert_eq!(col.codes.len() - before, batch.num_rows());
         }
         self.n_rows += batch.num_rows();
@@ -584,9 +639,6 @@ impl Encoder {
 
 const NULL_CODE: u32 = crate::codes::NULL;
 
-/// The largest integer magnitude an f64 holds exactly.
-const MAX_EXACT_INTEGER: u64 = 1 << 53;
-
 /// What a column's dictionary becomes when encoding finishes: the label and
 /// numeric value of every final code, the hierarchy, and the rank that turns
 /// provisional codes (order of first appearance) into final ones (value
@@ -600,6 +652,20 @@ type Dictionaries = (
 
 impl ColumnEncoder {
     fn encode(&mut self, array: &ArrayRef) -> Result<()> {
+        // A NaN quasi-identifier is missing: coded as a null, so it enters
+        // no dictionary, domain or bound ([`Encoder::push`] counts it).
+        let nan_free;
+        let array = match nan_rows(array).filter(|_| self.is_qi) {
+            Some(rows) => {
+                let mut mask = vec![false; array.len()];
+                for i in rows {
+                    mask[i] = true;
+                }
+                nan_free = arrow::compute::nullif(array, &mask.into())?;
+                &nan_free
+            }
+            None => array,
+        };
         if let DataType::Dictionary(_, _) = array.data_type() {
             downcast_dictionary_array!(
                 array => return self.encode_dictionary(array),
@@ -653,66 +719,14 @@ impl ColumnEncoder {
         let mut out = Vec::with_capacity(array.len());
         match &mut self.dict {
             Dictionary::Numbers(map, values) => {
-                // Numbers are kept as f64, exact up to 2^53: a larger integer
-                // would be published as a value the input never held.
-                let too_big = match array.data_type() {
-                    DataType::Int64 => array
-                        .as_primitive::<arrow::datatypes::Int64Type>()
-                        .iter()
-                        .flatten()
-                        .any(|v| v.unsigned_abs() > MAX_EXACT_INTEGER),
-                    DataType::UInt64 => array
-                        .as_primitive::<arrow::datatypes::UInt64Type>()
-                        .iter()
-                        .flatten()
-                        .any(|v| v > MAX_EXACT_INTEGER),
-                    _ => false,
-                };
-                if too_big {
-                    return Err(Error::data(
-                        &self.spec.name,
-                        "holds integers beyond 2^53, which a numeric quasi-identifier cannot publish exactly; set `type = \"categorical\"` on the attribute (exact values and value sets) or give it a hierarchy file",
-                    ));
-                }
-                let floats = if matches!(
-                    array.data_type(),
-                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                ) {
-                    let strings = cast(array, &DataType::Utf8)?;
-                    let strings = strings.as_string::<i32>();
-                    let parsed: arrow::array::Float64Array = strings
-                        .iter()
-                        .map(|s| {
-                            s.and_then(|s| {
-                                let v = s.trim().parse::<f64>().ok();
-                                if v.is_none() {
-                                    self.unparsable += 1;
-                                }
-                                v
-                            })
-                        })
-                        .collect();
-                    Arc::new(parsed) as ArrayRef
-                } else {
-                    cast(array, &DataType::Float64).map_err(|_| {
-                        Error::data(
-                            &self.spec.name,
-                            format!(
-                                "type {} cannot be read as numbers; set `type = \"categorical\"`",
-                                array.data_type()
-                            ),
-                        )
-                    })?
-                };
-                let floats = floats.as_primitive::<arrow::datatypes::Float64Type>();
-                for v in floats.iter() {
-                    match v {
+                for n in numbers(&self.spec.name, array, &mut self.unparsable)? {
+                    match n {
                         None => out.push(NULL_CODE),
-                        Some(v) => {
-                            let v = if v == 0.0 { 0.0 } else { v };
+                        Some(n) if !self.is_qi && n.value.is_nan() => out.push(NULL_CODE),
+                        Some(n) => {
                             let next = values.len() as u32;
-                            let code = *map.entry(v.to_bits()).or_insert_with(|| {
-                                values.push(v);
+                            let code = *map.entry(n.exact).or_insert_with(|| {
+                                values.push(n);
                                 next
                             });
                             out.push(code);
@@ -721,10 +735,12 @@ impl ColumnEncoder {
                 }
             }
             Dictionary::Strings(map, values) => {
-                let strings = cast(array, &DataType::Utf8)?;
+                let strings =
+                    float_text(&self.spec.name, array)?.unwrap_or(cast(array, &DataType::Utf8)?);
                 for s in strings.as_string::<i32>().iter() {
                     match s {
                         None => out.push(NULL_CODE),
+                        Some(s) if !self.is_qi && s.trim().is_empty() => out.push(NULL_CODE),
                         Some(s) => {
                             let code = match map.get(s) {
                                 Some(&c) => c,
@@ -741,7 +757,8 @@ impl ColumnEncoder {
                 }
             }
             Dictionary::Leaves(h) => {
-                let strings = cast(array, &DataType::Utf8)?;
+                let strings =
+                    float_text(&self.spec.name, array)?.unwrap_or(cast(array, &DataType::Utf8)?);
                 for s in strings.as_string::<i32>().iter() {
                     match s {
                         None => out.push(NULL_CODE),
@@ -765,7 +782,7 @@ impl ColumnEncoder {
             return Err(Error::data(
                 &name,
                 format!(
-                    "{} rows are null; fill them, drop them, or set `nulls = \"suppress\"` on the attribute to suppress those rows",
+                    "{} rows are null (or NaN); fill them, drop them, or set `nulls = \"suppress\"` on the attribute to suppress those rows",
                     self.nulls
                 ),
             ));
@@ -799,25 +816,32 @@ impl ColumnEncoder {
                     .collect();
                 (labels.into(), None, Some(h), None)
             }
-            Dictionary::Numbers(_, values) => {
-                let mut order: Vec<u32> = (0..values.len() as u32).collect();
-                order.sort_by(|&a, &b| values[a as usize].total_cmp(&values[b as usize]));
-                let mut rank = vec![0u32; values.len()];
+            Dictionary::Numbers(_, numbers) => {
+                let mut order: Vec<u32> = (0..numbers.len() as u32).collect();
+                order.sort_by(|&a, &b| {
+                    let (a, b) = (&numbers[a as usize], &numbers[b as usize]);
+                    a.exact.cmp_with(a.value, &b.exact, b.value)
+                });
+                let mut rank = vec![0u32; numbers.len()];
                 for (r, &o) in order.iter().enumerate() {
                     rank[o as usize] = r as u32;
                 }
-                let sorted: Vec<f64> = order.iter().map(|&o| values[o as usize]).collect();
+                let sorted: Vec<f64> = order.iter().map(|&o| numbers[o as usize].value).collect();
+                let exact_labels: Vec<String> =
+                    order.iter().map(|&o| numbers[o as usize].label()).collect();
                 let hierarchy = match (&self.generalisation, is_qi) {
-                    (GeneralisationSpec::Intervals(levels), true) => Some(Arc::new(
-                        levels.build(&format!("intervals of `{name}`"), &sorted)?,
-                    )),
+                    (GeneralisationSpec::Intervals(levels), true) => Some(Arc::new(levels.build(
+                        &format!("intervals of `{name}`"),
+                        &sorted,
+                        &exact_labels,
+                    )?)),
                     _ => None,
                 };
                 let labels: Vec<String> = match &hierarchy {
                     Some(h) => (0..sorted.len() as u32)
                         .map(|c| h.label(NodeId(c)).to_string())
                         .collect(),
-                    None => sorted.iter().map(|v| format_number(*v)).collect(),
+                    None => exact_labels,
                 };
                 (labels.into(), Some(sorted.into()), hierarchy, Some(rank))
             }
@@ -842,9 +866,11 @@ impl ColumnEncoder {
                 (sorted.into(), None, hierarchy, Some(rank))
             }
         };
-        // A null sensitive value is a value of its own (shown empty): folding
-        // it into code 0 would merge it with a real value and miscount
-        // l-diversity. (Null QIs are excluded rows, handled above.)
+        // Every missing sensitive value (NULL, NaN, a blank string) is one
+        // code of its own, shown empty: folding it into code 0 would merge
+        // it with a real value, and keeping NULL and "" apart would count
+        // "missing" twice under `missing_sensitive = "value"`. (Null QIs are
+        // excluded rows, handled above.)
         let null_code = (!is_qi && self.codes.has_nulls()).then_some(labels.len() as u32);
         let (labels, values) = if null_code.is_some() {
             let mut labels = labels.to_vec();
@@ -909,11 +935,7 @@ impl ColumnEncoder {
 
 /// Formats a number as the release shows it: integers without a fraction.
 pub fn format_number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
-    }
+    crate::number::format_float(v)
 }
 
 /// Identical QI tuples grouped into classes, with their sizes and rows.

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::encode::{format_number, QiColumn};
+use crate::encode::QiColumn;
 use crate::hierarchy::{Level, NodeId};
 use crate::spec::Kind;
 
@@ -169,10 +169,7 @@ impl QiColumn {
                 None => self.label(n.0).to_string(),
             },
             Cell::Range { lo, hi } if lo == hi => self.label(*lo).to_string(),
-            Cell::Range { lo, hi } => match (self.value(*lo), self.value(*hi)) {
-                (Some(a), Some(b)) => format!("[{}-{}]", format_number(a), format_number(b)),
-                _ => format!("[{}-{}]", self.label(*lo), self.label(*hi)),
-            },
+            Cell::Range { lo, hi } => format!("[{}-{}]", self.label(*lo), self.label(*hi)),
             Cell::Set(s) if s.len() == 1 => self.label(s[0]).to_string(),
             Cell::Set(s) => {
                 let labels: Vec<&str> = s.iter().map(|&c| self.label(c)).collect();

@@ -24,6 +24,7 @@ pub mod generalise;
 pub mod hierarchical_distance;
 pub mod hierarchy;
 pub mod metrics;
+pub(crate) mod number;
 pub mod order;
 pub mod partition;
 pub mod pipeline;

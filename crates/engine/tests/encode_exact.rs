@@ -39,32 +39,38 @@ fn encode(
 }
 
 #[test]
-fn integers_beyond_2_pow_53_are_never_rounded() {
+fn integers_beyond_2_pow_53_are_exact_values() {
     let big = (1i64 << 60) + 1;
     let batch = one_column(Arc::new(Int64Array::from(vec![big, big + 2, big, big + 2])));
-    // As numbers they cannot be published exactly: a clear error, no value.
-    let err = encode(&job(""), &batch).unwrap_err().to_string();
-    assert!(
-        err.contains("`x`") && err.contains("2^53") && err.contains("categorical"),
-        "{err}"
-    );
-    assert!(!err.contains(&big.to_string()), "{err}");
-    let u = one_column(Arc::new(UInt64Array::from(vec![u64::MAX, u64::MAX - 1])));
-    assert!(encode(&job(""), &u).is_err());
-    // As categorical values they are exact.
-    let t = encode(&job("type = \"categorical\""), &batch).unwrap();
+    // As numbers: two values (one f64), printed exactly, and a published
+    // range of exactly the input's bounds.
+    let t = encode(&job(""), &batch).unwrap();
     let col = &t.columns()[0];
     let labels: Vec<&str> = (0..col.domain_size() as u32)
         .map(|c| col.label(c))
         .collect();
-    assert!(labels.contains(&big.to_string().as_str()), "{labels:?}");
-    assert!(
-        labels.contains(&(big + 2).to_string().as_str()),
-        "{labels:?}"
+    assert_eq!(labels, [big.to_string(), (big + 2).to_string()]);
+    let range = kanon_engine::generalise::Cell::Range { lo: 0, hi: 1 };
+    assert_eq!(
+        col.cell_label(&range),
+        format!("[{}-{}]", big, big + 2),
+        "never 1152921504606847000"
     );
-    let t = encode(&job("type = \"categorical\""), &u).unwrap();
+    let u = one_column(Arc::new(UInt64Array::from(vec![u64::MAX, u64::MAX - 1])));
+    let t = encode(&job(""), &u).unwrap();
     let col = &t.columns()[0];
-    assert!((0..col.domain_size() as u32).any(|c| col.label(c) == u64::MAX.to_string()));
+    assert_eq!(col.label(0), (u64::MAX - 1).to_string());
+    assert_eq!(col.label(1), u64::MAX.to_string());
+    // Categorical: exact too.
+    let t = encode(&job("type = \"categorical\""), &batch).unwrap();
+    let col = &t.columns()[0];
+    assert!((0..col.domain_size() as u32).any(|c| col.label(c) == big.to_string()));
+    // Intervals cannot have exact bounds there: a clear error, no value.
+    let err = encode(&job("intervals = [10]"), &batch)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("2^53") && err.contains("`x`"), "{err}");
+    assert!(!err.contains(&big.to_string()), "{err}");
 }
 
 #[test]
