@@ -94,3 +94,25 @@ fn dictionary_nulls_are_nulls_and_unused_values_are_not_data() {
     assert!(!labels.contains(&"unused"), "{labels:?}");
     assert_eq!(col.distinct(), 2);
 }
+
+#[test]
+fn float_quasi_identifiers_work_with_hierarchy_files() {
+    let hierarchy = kanon_engine::hierarchy::Hierarchy::from_csv(
+        "score.csv",
+        "1;low;*\n2.5;low;*\n40;high;*\n",
+        ';',
+    )
+    .unwrap();
+    let mut hierarchies = rustc_hash::FxHashMap::default();
+    hierarchies.insert("score.csv".to_string(), Arc::new(hierarchy));
+    let batch = one_column(Arc::new(arrow::array::Float64Array::from(vec![
+        1.0, 2.5, 40.0, 1.0,
+    ])));
+    let spec = job("hierarchy = \"score.csv\"");
+    let mut e = Encoder::try_new(&spec, &hierarchies, &batch.schema()).unwrap();
+    e.push(&batch).unwrap();
+    let t = e.finish().unwrap();
+    let col = &t.columns()[0];
+    let published: Vec<&str> = (0..4).map(|r| col.label(col.codes().get(r))).collect();
+    assert_eq!(published, ["1", "2.5", "40", "1"]);
+}

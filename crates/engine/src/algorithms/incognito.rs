@@ -498,6 +498,25 @@ impl Algorithm for Incognito {
 mod tests {
     use super::*;
 
+    /// Issue 15: Incognito chose a node that suppresses every row over one
+    /// that loses as much and publishes them.
+    #[test]
+    fn of_two_equal_losses_the_node_that_suppresses_less_wins() {
+        let node = |suppressed: usize, discernibility: f64, height: usize, index: usize| Best {
+            score: Score {
+                loss: 0.5,
+                discernibility,
+                suppressed,
+            },
+            height,
+            index,
+        };
+        let publishes_all = node(0, 900.0, 5, 9);
+        let suppresses_all = node(100, 0.0, 0, 0);
+        assert!(publishes_all.beats(&suppresses_all));
+        assert!(!suppresses_all.beats(&publishes_all));
+    }
+
     #[test]
     fn subsets_in_lexicographic_order() {
         assert_eq!(
