@@ -580,7 +580,7 @@ mod tests {
     fn config_file_is_loaded_then_overridden() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let cfg = root.join("configs/adult.toml");
-        let repo = FileAccess::new(&[root.clone()]).unwrap();
+        let repo = FileAccess::new(std::slice::from_ref(&root)).unwrap();
         let job = job_from_options(
             &format!(
                 r#"config = "{}", k = 5, algorithm.name = "datafly", privacy.suppression_limit = 0.01"#,

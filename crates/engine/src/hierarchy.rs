@@ -527,7 +527,7 @@ impl IntervalLevels {
                     }
                     let start = (min / w).floor() * w;
                     let count = (max - start) / w + 2.0;
-                    if !(count <= MAX_INTERVALS as f64) {
+                    if count.is_nan() || count > MAX_INTERVALS as f64 {
                         return Err(Error::hierarchy(
                             source,
                             None,

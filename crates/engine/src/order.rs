@@ -216,7 +216,9 @@ mod tests {
         let labels = |l: &[&str]| l.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
         let order = ReleaseOrder::new(&groups, &labels(&["a", "b", "c"]), 7);
         let b = batch(&[10, 20, 11, 21, 30, 31], &["a", "b", "a", "b", "c", "c"]);
-        let sorted = order.sort(&b.schema(), &[b.clone()], &groups).unwrap();
+        let sorted = order
+            .sort(&b.schema(), std::slice::from_ref(&b), &groups)
+            .unwrap();
         // The same rows in reverse input order give the same release.
         let rev: Vec<u32> = (0..6).rev().collect();
         let r = take_record_batch(&b, &UInt32Array::from(rev.clone())).unwrap();
@@ -234,7 +236,7 @@ mod tests {
         let other = (0..20u64)
             .map(|s| {
                 ReleaseOrder::new(&groups, &labels(&["a", "b", "c"]), s)
-                    .sort(&b.schema(), &[b.clone()], &groups)
+                    .sort(&b.schema(), std::slice::from_ref(&b), &groups)
                     .unwrap()
             })
             .any(|o| o != sorted);
@@ -244,7 +246,8 @@ mod tests {
         let renumbered = [2u32, 0, 2, 0, 1, 1];
         let o2 = ReleaseOrder::new(&renumbered, &labels(&["b", "c", "a"]), 7);
         assert_eq!(
-            o2.sort(&b.schema(), &[b.clone()], &renumbered).unwrap(),
+            o2.sort(&b.schema(), std::slice::from_ref(&b), &renumbered)
+                .unwrap(),
             sorted
         );
         // Groups publishing the same labels share a rank.
@@ -262,7 +265,10 @@ mod tests {
         assert_eq!(b.ranges().len(), 5);
         assert_eq!(b.of(0), 0);
         assert_eq!(b.of(9), 4);
-        assert_eq!(order.buckets(1_000).ranges(), &[0..10]);
+        assert_eq!(
+            order.buckets(1_000).ranges(),
+            std::slice::from_ref(&(0..10))
+        );
         assert_eq!(order.buckets(1).ranges().len(), 10);
     }
 }

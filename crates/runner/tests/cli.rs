@@ -1017,3 +1017,33 @@ fn bad_settings_name_the_setting() {
         show(&o)
     );
 }
+
+/// The README's sample summary of the bundled job is what a real run
+/// prints (every line but the paths and the times).
+#[test]
+fn readme_sample_output_is_a_real_run() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let after = readme
+        .split_once("printing a summary:\n\n```text\n")
+        .expect("the README shows the summary of the quick start")
+        .1;
+    let sample = after.split_once("```").unwrap().0;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("adult-k10.parquet");
+    let o = run(kanon()
+        .args(["anonymize", "--config", "configs/adult.toml", "--output"])
+        .arg(&out));
+    assert!(o.status.success(), "{}", show(&o));
+    let real = stdout(&o);
+    let lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("kanon anonymize:") && !l.trim_start().starts_with("time"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        lines(sample),
+        lines(&real),
+        "README sample vs a real run:\n{real}"
+    );
+}

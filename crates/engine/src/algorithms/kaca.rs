@@ -26,7 +26,7 @@
 //! # Speed
 //! The paper's loop is `O(|E|^2)` over classes. Here each search for the
 //! nearest class is a branch-and-bound over a trie of the live classes
-//! ([`search`]), exact and independent of the thread count; rayon computes
+//! (`search`), exact and independent of the thread count; rayon computes
 //! the initial keys of the keyed strategies and scans very large buckets in
 //! parallel.
 

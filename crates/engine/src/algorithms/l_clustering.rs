@@ -17,7 +17,7 @@
 //!    through the QIs' hierarchies with `generalisation = "hierarchy"`.
 //!
 //! `DS(t1, t2) = L(t1, t12) + L(t2, t12)` with `t12` the join of both and
-//! `L` the uncertainty loss with per-attribute weights ([`crate::distance`]).
+//! `L` the uncertainty loss with per-attribute weights (`crate::distance`).
 //! For a generalised `t2` the loss `L(t2, t12)` is read as the growth of its
 //! loss, `L(t12) - L(t2)`. The paper compares clusters through their
 //! generalised tuples alone, not weighted by their sizes, and so does this

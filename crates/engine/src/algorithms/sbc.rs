@@ -7,7 +7,7 @@
 //!    categories by label or hierarchy order);
 //! 2. take the first remaining tuple; measure the distance of every
 //!    remaining tuple to it with the contingency-table similarity of
-//!    [`crate::similarity`];
+//!    `crate::similarity`;
 //! 3. group it with its k-1 nearest tuples (ties by sorted position), and
 //!    keep adding the next nearest while the privacy models do not accept
 //!    the group (so l-diversity works unchanged);
@@ -25,7 +25,7 @@
 //!
 //! Identical tuples form one class, so the search works on classes with
 //! multiplicities. The nearest classes come from a prefix-tree index
-//! ([`neighbours::Trie`]) searched best-first, so a step costs the
+//! (`neighbours::Trie`) searched best-first, so a step costs the
 //! neighbourhood it explores rather than a scan of the table;
 //! `search = "scan"` computes every distance instead, on all cores. The
 //! greedy loop itself is sequential by nature (each group changes the

@@ -138,8 +138,8 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
     // Per group and column cell costs, weighted by group size.
     let mut sums = Sums::default();
     let mut per_attr = vec![Sums::default(); m];
-    for g in 0..partition.n_groups() {
-        let size = group_sizes[g] as f64;
+    for (g, &size) in group_sizes.iter().enumerate().take(partition.n_groups()) {
+        let size = size as f64;
         if size == 0.0 {
             continue;
         }

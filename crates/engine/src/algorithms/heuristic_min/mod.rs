@@ -3,12 +3,12 @@
 //! "Data privacy with heuristic anonymisation", 2023; seed 002 sections 3-5,
 //! Fig. 2; `SPEC.md` sections 1 and 4, worked examples 6 and 7).
 //!
-//! **States** are attribute-wise generalisations ([`problem`]): per shield
+//! **States** are attribute-wise generalisations (`problem`): per shield
 //! attribute a cut of its hierarchy. A lift of a shown value replaces it
 //! *and its siblings* by their parent, in every row (seed 002 section 3.2).
 //! States are hashed by their cut, so identical states are expanded once.
 //!
-//! **The paper's search** ([`search`]): children come from the violating
+//! **The paper's search** (`search`): children come from the violating
 //! rows (distinct rows whose projection on some requirement's shield has
 //! fewer than k records). Best first: expand the open state with the most
 //! rows, ties to fewer violating rows, then fewer generalisation steps,
@@ -30,7 +30,7 @@
 //!
 //! The paper's `attribute` successors can miss the optimum (unit test
 //! `attribute_successors_can_miss_the_optimum`), so its answer is only
-//! called optimal after **the proof** ([`exact`], `prove = true`, default):
+//! called optimal after **the proof** (`exact`, `prove = true`, default):
 //! an exact best-first search over the cuts of all shield attributes but the
 //! one with the largest hierarchy, which is solved by dynamic programming
 //! over its tree. It starts from the paper's answer, prunes with it, and
