@@ -375,7 +375,8 @@ fn is_numeric(dt: &DataType) -> bool {
 
 /// The text of a float column as a release prints its values (`25`, not
 /// `25.0`; `-0` is `0`), so categorical floats, numeric floats and
-/// hierarchy leaves written for the values agree; `None` for other types.
+/// hierarchy leaves written for the values agree; NaN is missing (null);
+/// `None` for other types.
 fn float_text(column: &str, array: &ArrayRef) -> Result<Option<ArrayRef>> {
     if !matches!(
         array.data_type(),
@@ -385,7 +386,7 @@ fn float_text(column: &str, array: &ArrayRef) -> Result<Option<ArrayRef>> {
     }
     let text: arrow::array::StringArray = numbers(column, array, &mut 0)?
         .into_iter()
-        .map(|n| n.map(|n| n.label()))
+        .map(|n| n.filter(|n| !n.value.is_nan()).map(|n| n.label()))
         .collect();
     Ok(Some(Arc::new(text)))
 }

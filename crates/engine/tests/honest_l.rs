@@ -186,3 +186,53 @@ fn nan_and_empty_strings_are_missing() {
         assert_eq!(s.distinct_l, 2, "{}", s.name);
     }
 }
+
+/// `kanon verify` and the second check of every run read the published
+/// labels: NaN, NULL and blank sensitive values are missing there too, so
+/// a tampered release that relies on them for l is refused.
+#[test]
+fn the_label_verifier_does_not_count_missing_values() {
+    let spec: kanon_engine::spec::JobSpec = toml::from_str(
+        r#"
+        [privacy]
+        k = 2
+        l = 2
+        [[attributes]]
+        name = "age"
+        role = "quasi-identifier"
+        [[attributes]]
+        name = "score"
+        role = "sensitive"
+        [[attributes]]
+        name = "note"
+        role = "sensitive"
+        "#,
+    )
+    .unwrap();
+    let privacy = kanon_engine::privacy::Privacy::from_spec(&spec).unwrap();
+    let release = |scores: Vec<f64>, notes: Vec<Option<&str>>| {
+        RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("age", DataType::Utf8, false),
+                Field::new("score", DataType::Float64, true),
+                Field::new("note", DataType::Utf8, true),
+            ])),
+            vec![
+                Arc::new(StringArray::from(vec!["[30-33]"; scores.len()])),
+                Arc::new(arrow::array::Float64Array::from(scores)),
+                Arc::new(StringArray::from(notes)),
+            ],
+        )
+        .unwrap()
+    };
+    let honest = release(vec![1.0, 2.0], vec![Some("a"), Some("b")]);
+    kanon_engine::verify::verify_release(&spec, &[honest], &privacy).unwrap();
+    for tampered in [
+        release(vec![1.0, f64::NAN], vec![Some("a"), Some("b")]),
+        release(vec![1.0, 2.0], vec![Some("a"), None]),
+        release(vec![1.0, 2.0], vec![Some("a"), Some(" ")]),
+    ] {
+        let err = kanon_engine::verify::verify_release(&spec, &[tampered], &privacy).unwrap_err();
+        assert!(matches!(err, Error::VerificationFailed(_)), "{err}");
+    }
+}
