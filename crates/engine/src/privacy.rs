@@ -37,8 +37,11 @@ pub trait PrivacyModel: Debug + Send + Sync {
     /// Whether a class satisfies the model.
     fn accepts(&self, class: ClassView<'_>) -> bool;
     /// Whether the union of two accepted classes is always accepted.
+    /// Searches prune with it (Incognito, Datafly), so a wrong `true`
+    /// publishes a release that was never checked node by node: the default
+    /// is the conservative `false`, and each model that is monotone says so.
     fn is_monotone(&self) -> bool {
-        true
+        false
     }
     /// Whether adding `row` to `class`, which this model does not accept
     /// yet, moves the class towards acceptance. Algorithms that grow a class
@@ -97,6 +100,9 @@ pub struct KAnonymity {
 }
 
 impl PrivacyModel for KAnonymity {
+    fn is_monotone(&self) -> bool {
+        true
+    }
     fn describe(&self) -> String {
         format!("k-anonymity (k = {})", self.k)
     }
@@ -531,6 +537,9 @@ pub struct DistinctLDiversity {
 }
 
 impl PrivacyModel for DistinctLDiversity {
+    fn is_monotone(&self) -> bool {
+        true
+    }
     fn describe(&self) -> String {
         format!("distinct l-diversity (l = {}) on `{}`", self.l, self.column)
     }
@@ -603,6 +612,9 @@ impl EntropyLDiversity {
 }
 
 impl PrivacyModel for EntropyLDiversity {
+    fn is_monotone(&self) -> bool {
+        true
+    }
     fn describe(&self) -> String {
         format!("entropy l-diversity (l = {}) on `{}`", self.l, self.column)
     }
@@ -702,6 +714,9 @@ impl RecursiveCLDiversity {
 }
 
 impl PrivacyModel for RecursiveCLDiversity {
+    fn is_monotone(&self) -> bool {
+        true
+    }
     fn describe(&self) -> String {
         format!(
             "recursive (c,l)-diversity (c = {}, l = {}) on `{}`",
@@ -906,6 +921,28 @@ mod tests {
         };
         assert!(recursive(3.0, 3).helps(class, 5), "a third value");
         assert!(!recursive(3.0, 3).helps(class, 0), "r1 grows");
+    }
+
+    /// A model is taken as monotone only when it says so: searches prune
+    /// with monotonicity, so the default must be the safe one.
+    #[test]
+    fn a_model_is_not_monotone_unless_it_says_so() {
+        #[derive(Debug)]
+        struct Custom;
+        impl PrivacyModel for Custom {
+            fn describe(&self) -> String {
+                "custom".into()
+            }
+            fn min_class_size(&self) -> usize {
+                2
+            }
+            fn accepts(&self, class: ClassView<'_>) -> bool {
+                class.rows.len() % 2 == 0
+            }
+        }
+        assert!(!Custom.is_monotone());
+        assert!(!Custom.is_monotone_with_suppression());
+        assert!(KAnonymity { k: 2 }.is_monotone());
     }
 
     #[test]

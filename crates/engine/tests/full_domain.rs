@@ -290,6 +290,9 @@ struct DistinctSensitive {
 }
 
 impl PrivacyModel for DistinctSensitive {
+    fn is_monotone(&self) -> bool {
+        true
+    }
     fn describe(&self) -> String {
         format!("distinct sensitive values (l = {})", self.l)
     }

@@ -73,6 +73,9 @@ fn ncp_of_a_hand_computed_release() {
 struct DistinctL(usize);
 
 impl PrivacyModel for DistinctL {
+    fn is_monotone(&self) -> bool {
+        true
+    }
     fn describe(&self) -> String {
         format!("distinct {}-diversity", self.0)
     }

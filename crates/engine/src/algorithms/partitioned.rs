@@ -669,6 +669,9 @@ mod tests {
     struct DistinctL(usize);
 
     impl PrivacyModel for DistinctL {
+        fn is_monotone(&self) -> bool {
+            true
+        }
         fn describe(&self) -> String {
             format!("distinct {}-diversity", self.0)
         }
