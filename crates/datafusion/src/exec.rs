@@ -1,12 +1,12 @@
 //! [`AnonymizeExec`]: the physical plan node of `anonymize(...)`.
 //!
 //! It consumes its input (holding the batches, with their memory reserved in
-//! the session's pool), encodes the QIs as they arrive, runs the engine on a
-//! blocking thread (algorithm, verification of the partition, metrics),
-//! recodes the QI and sensitive columns once more to verify the release by
-//! its labels, exactly as `kanon anonymize` does, and only then streams the
-//! recoded batches one by one in input order, releasing the memory of each
-//! input batch as its output leaves.
+//! the session's pool), encodes the QIs as they arrive, and runs the engine's
+//! one release path ([`kanon_engine::release`], the path of `kanon
+//! anonymize` too) on a blocking thread: algorithm, verification of the
+//! partition, recoding (returning each input batch's memory as it is
+//! recoded), release order and verification of the release by its labels.
+//! Only then does the first batch of the release leave the node.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,11 +32,10 @@ use datafusion::physical_plan::{
 };
 use futures::{StreamExt, TryStreamExt};
 use kanon_engine::encode::Encoder;
-use kanon_engine::partition::SUPPRESSED;
 use kanon_engine::privacy::Privacy;
-use kanon_engine::recode::{release_schema, Recoder};
+use kanon_engine::recode::release_schema;
+use kanon_engine::release::{prepare, Prepared, Releaser};
 use kanon_engine::spec::Role;
-use kanon_engine::verify::verify_release;
 
 use crate::error::engine_error;
 use crate::options::{AnonymizeSettings, Job};
@@ -276,10 +275,9 @@ pub(crate) async fn consume(
     })
 }
 
-/// The release, ready to be streamed.
-struct Prepared {
-    recoder: Option<Recoder>,
-    held: Held,
+/// The verified release in release order, ready to be streamed.
+struct Ready {
+    release: Option<RecordBatch>,
 }
 
 impl ExecutionPlan for AnonymizeExec {
@@ -342,10 +340,9 @@ impl ExecutionPlan for AnonymizeExec {
         let cancelled = Arc::new(AtomicBool::new(false));
         let guard = CancelOnDrop(Arc::clone(&cancelled));
         let context_batch_size = context.session_config().batch_size();
-        let seed = self.job.spec().algorithm.seed;
         let m = metrics.clone();
         // No work before the first poll: everything happens in this future.
-        let prepare = async move {
+        let work = async move {
             let _guard = guard;
             let spec = job.spec();
             let mut encoder = Encoder::try_new(spec, job.hierarchies(), &input.schema())
@@ -373,51 +370,18 @@ impl ExecutionPlan for AnonymizeExec {
                 .await
                 .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
         };
-        let stream = futures::stream::once(prepare)
-            .map_ok(move |prepared| {
+        let stream = futures::stream::once(work)
+            .map_ok(move |ready| {
                 let m = metrics.clone();
                 let projection = projection.clone();
-                let Prepared { recoder, held } = prepared;
-                let Held {
-                    batches,
-                    reservation,
-                } = held;
                 // The release in its order (kanon_engine::order): class by
                 // class under a seeded permutation, never in input order; the
                 // same rows `kanon anonymize` writes, in the same order.
                 let ordered = (|| -> Result<Vec<RecordBatch>> {
-                    let Some(recoder) = &recoder else {
+                    let Some(all) = ready.release else {
                         return Ok(Vec::new());
                     };
                     let timer = m.baseline.elapsed_compute().timer();
-                    let mut released = Vec::with_capacity(batches.len());
-                    let mut groups = Vec::new();
-                    let mut offset = 0;
-                    for b in batches {
-                        let n = b.num_rows();
-                        released.push(
-                            recoder
-                                .recode(&b, offset)
-                                .map_err(|e| engine_error("anonymize", e, false))?,
-                        );
-                        groups.extend(
-                            recoder.group_of_row()[offset..offset + n]
-                                .iter()
-                                .copied()
-                                .filter(|&g| g != SUPPRESSED),
-                        );
-                        offset += n;
-                        reservation.shrink(b.get_array_memory_size().min(reservation.size()));
-                    }
-                    let Some(first) = released.first() else {
-                        return Ok(Vec::new());
-                    };
-                    let release_schema = first.schema();
-                    let all = recoder
-                        .release_order(seed)
-                        .sort(&release_schema, &released, &groups)
-                        .map_err(|e| engine_error("anonymize", e, false))?;
-                    drop(released);
                     let chunk = context_batch_size.max(1);
                     let mut out = Vec::with_capacity(all.num_rows().div_ceil(chunk));
                     let mut start = 0;
@@ -464,24 +428,31 @@ fn check_cancelled(cancelled: &AtomicBool) -> Result<()> {
     }
 }
 
-/// The engine's part, on a blocking thread: anonymise, verify the partition,
-/// recode the QI and sensitive columns and verify the release by its labels.
+/// The engine's part, on a blocking thread: the one release path of
+/// [`kanon_engine::release`] (anonymise and verify the partition, recode,
+/// order, verify the release by its labels, account for every row), with
+/// the input's memory returned to the pool as it is recoded.
 fn run_engine(
     job: &Job,
     encoder: Encoder,
     held: Held,
     m: &Metrics,
     cancelled: &Arc<AtomicBool>,
-) -> Result<Prepared> {
+) -> Result<Ready> {
     let spec = job.spec();
     let f = "anonymize";
-    if held.batches.iter().all(|b| b.num_rows() == 0) {
+    let Held {
+        batches,
+        reservation,
+    } = held;
+    let Some(input_schema) = batches
+        .iter()
+        .any(|b| b.num_rows() > 0)
+        .then(|| batches[0].schema())
+    else {
         // Nothing to anonymise, nothing to publish.
-        return Ok(Prepared {
-            recoder: None,
-            held,
-        });
-    }
+        return Ok(Ready { release: None });
+    };
     let t = Instant::now();
     let table = encoder.finish().map_err(|e| engine_error(f, e, false))?;
     m.encode_time.add_duration(t.elapsed());
@@ -489,67 +460,52 @@ fn run_engine(
     // partition, a few u32 per row and QI (an estimate).
     let cols = table.n_qi() + table.sensitive().len();
     let engine_bytes = table.n_rows() * (cols * 4 + 16) * 4;
-    held.reservation.try_grow(engine_bytes).map_err(|e| {
+    reservation.try_grow(engine_bytes).map_err(|e| {
         e.context("anonymize(): not enough memory for the engine's working set; raise the memory limit or anonymise fewer rows")
     })?;
-    m.peak_mem_used.set_max(held.reservation.size());
+    m.peak_mem_used.set_max(reservation.size());
     check_cancelled(cancelled)?;
     let privacy = Privacy::from_spec(spec).map_err(|e| engine_error(f, e, false))?;
     // A dropped stream (the query cancelled, LIMIT satisfied, the client
     // gone) sets the flag: the algorithm stops in its next inner loop.
     let cancel = kanon_engine::cancel::Cancellation::from_flag(Arc::clone(cancelled));
-    let result = kanon_engine::pipeline::anonymize_cancellable(spec, &table, &privacy, &cancel)
+    let Prepared {
+        anonymization: result,
+        recoder,
+    } = prepare(spec, &table, &privacy, &cancel, job.pseudonymiser().clone())
         .map_err(|e| engine_error(f, e, false))?;
     m.algorithm_time
         .add_duration(result.timings.classes + result.timings.algorithm + result.timings.metrics);
     m.verify_time.add_duration(result.timings.verify);
+    drop(table);
     check_cancelled(cancelled)?;
     let t = Instant::now();
-    let recoder = Recoder::new(spec, &table, &result.partition)
-        .with_pseudonymiser(job.pseudonymiser().clone());
-    drop(table);
-    // Verify the release as published, by its labels: recode only the QI
-    // and sensitive columns of every batch.
-    let checked: Vec<&str> = spec
-        .attributes
-        .iter()
-        .filter(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive))
-        .map(|a| a.name.as_str())
-        .collect();
-    let mut labels = Vec::with_capacity(held.batches.len());
-    let mut offset = 0;
-    for b in &held.batches {
-        let schema = b.schema();
-        let idx: Vec<usize> = checked
-            .iter()
-            .filter_map(|n| schema.index_of(n).ok())
-            .collect();
-        labels.push(
-            recoder
-                .recode(&b.project(&idx)?, offset)
-                .map_err(|e| engine_error(f, e, false))?,
-        );
-        offset += b.num_rows();
+    let mut releaser = Releaser::new(spec, recoder, &input_schema, u64::MAX)
+        .map_err(|e| engine_error(f, e, false))?;
+    let mut released = Vec::with_capacity(batches.len());
+    let mut groups = Vec::new();
+    for b in batches {
+        check_cancelled(cancelled)?;
+        let r = releaser.recode(&b).map_err(|e| engine_error(f, e, false))?;
+        reservation.shrink(b.get_array_memory_size().min(reservation.size()));
+        released.push(r.batch);
+        groups.extend(r.groups);
     }
     m.recode_time.add_duration(t.elapsed());
     let t = Instant::now();
-    let release = verify_release(spec, &labels, &privacy).map_err(|e| engine_error(f, e, false))?;
-    drop(labels);
-    if release.published_rows != result.verified.published_rows {
-        return internal_err!(
-            "anonymize(): the recoded release holds {} rows but the partition publishes {} (a bug in kanon, please report it)",
-            release.published_rows,
-            result.verified.published_rows
-        );
-    }
+    let release = releaser
+        .release(&released, &groups)
+        .map_err(|e| engine_error(f, e, false))?;
+    drop(released);
+    releaser
+        .finish(&privacy, &result)
+        .map_err(|e| engine_error(f, e, false))?;
     m.verify_time.add_duration(t.elapsed());
-    held.reservation.shrink(engine_bytes);
     let r = &result.report;
     m.rows_suppressed.add(r.suppressed_rows);
     m.classes.add(r.classes);
     m.smallest_class.set(r.smallest_class);
-    Ok(Prepared {
-        recoder: Some(recoder),
-        held,
+    Ok(Ready {
+        release: Some(release),
     })
 }

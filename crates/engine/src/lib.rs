@@ -9,6 +9,9 @@
 //!                                      └──────► metrics
 //! ```
 //!
+//! [`release`] is the one path every front end takes from an encoded table
+//! to a verified release in release order ([`order`]).
+//!
 //! No I/O, no async: front ends read files and hand over record batches and
 //! parsed hierarchies.
 #![warn(missing_docs)]
@@ -30,6 +33,7 @@ pub mod partition;
 pub mod pipeline;
 pub mod privacy;
 pub mod recode;
+pub mod release;
 pub(crate) mod similarity;
 pub mod spec;
 pub mod verify;

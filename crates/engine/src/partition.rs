@@ -26,8 +26,9 @@ pub enum NumericCells {
     Ranges,
 }
 
-/// Groups of rows with their published tuples, plus suppressed rows.
-#[derive(Debug, Clone, PartialEq)]
+/// Groups of rows with their published tuples, plus suppressed rows. The
+/// default is the partition of no rows.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Partition {
     n_qi: usize,
     group_of_row: Vec<u32>,

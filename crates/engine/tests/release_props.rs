@@ -1,4 +1,6 @@
-//! Release-level properties of every algorithm (issue 15, "Tests"): random
+//! Release-level properties of every algorithm (issue 15, "Tests"), made
+//! through the one release path of every front end
+//! ([`kanon_engine::release`], in buckets and batches): random
 //! small tables, random k, l (every variant, with missing sensitive values),
 //! suppression limits, requirements and blocks. Each release, in release
 //! order as a front end writes it, is checked by an oracle written here,
@@ -20,11 +22,12 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use kanon_engine::cancel::Cancellation;
 use kanon_engine::hierarchy::Hierarchy;
-use kanon_engine::partition::SUPPRESSED;
-use kanon_engine::recode::Recoder;
+use kanon_engine::privacy::Privacy;
+use kanon_engine::release::{prepare, Prepared, Releaser};
 use kanon_engine::spec::{Diversity, JobSpec, MissingSensitive, RequirementSpec};
-use kanon_engine::{anonymize, Error};
+use kanon_engine::Error;
 use proptest::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -201,23 +204,55 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .unwrap()
 }
 
-/// The release as a front end writes it: recoded, then in release order.
+/// The release as every front end makes it ([`kanon_engine::release`]):
+/// recoded, in release order, in buckets of at most 16 rows, verified by
+/// its labels and accounted for.
 fn release(spec: &JobSpec, input: &RecordBatch) -> Result<(RecordBatch, usize), Error> {
     let table = common::encode(spec, &hierarchies(), std::slice::from_ref(input));
-    let result = anonymize(spec, &table)?;
-    let recoder = Recoder::new(spec, &table, &result.partition);
-    let recoded = recoder.recode(input, 0)?;
-    let groups: Vec<u32> = recoder
-        .group_of_row()
-        .iter()
-        .copied()
-        .filter(|&g| g != SUPPRESSED)
-        .collect();
-    let ordered =
-        recoder
-            .release_order(spec.algorithm.seed)
-            .sort(&recoded.schema(), &[recoded], &groups)?;
-    Ok((ordered, result.report.suppressed_rows))
+    let privacy = Privacy::from_spec(spec)?;
+    let Prepared {
+        anonymization,
+        recoder,
+    } = prepare(
+        spec,
+        &table,
+        &privacy,
+        Cancellation::never(),
+        Default::default(),
+    )?;
+    let mut releaser = Releaser::new(spec, recoder, &input.schema(), 16)?;
+    // Two input batches, to exercise the row offsets.
+    let half = input.num_rows() / 2;
+    let mut rows: Vec<(RecordBatch, Vec<u32>)> = Vec::new();
+    for part in [
+        input.slice(0, half),
+        input.slice(half, input.num_rows() - half),
+    ] {
+        let r = releaser.recode(&part)?;
+        rows.push((r.batch, r.groups));
+    }
+    let mut out = Vec::new();
+    for bucket in 0..releaser.n_buckets() {
+        let mut batches = Vec::new();
+        let mut groups = Vec::new();
+        for (batch, g) in &rows {
+            let keep: Vec<u32> = (0..g.len() as u32)
+                .filter(|&i| releaser.bucket_of(g[i as usize]) == bucket)
+                .collect();
+            batches.push(arrow::compute::take_record_batch(
+                batch,
+                &arrow::array::UInt32Array::from(keep.clone()),
+            )?);
+            groups.extend(keep.iter().map(|&i| g[i as usize]));
+        }
+        out.push(releaser.release(&batches, &groups)?);
+    }
+    let schema = releaser.schema().clone();
+    releaser.finish(&privacy, &anonymization)?;
+    Ok((
+        arrow::compute::concat_batches(&schema, &out)?,
+        anonymization.report.suppressed_rows,
+    ))
 }
 
 fn text(batch: &RecordBatch, column: &str) -> Vec<Option<String>> {

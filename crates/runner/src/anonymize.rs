@@ -3,12 +3,15 @@
 //! 1. Pass 1 reads only the QI and sensitive columns (projection pushdown)
 //!    into the engine's [`Encoder`]; the algorithm computes a partition and
 //!    the engine verifies it against the privacy model (fail closed).
-//! 2. Pass 2 streams every column batch by batch through the [`Recoder`]
-//!    (input row order, passed-through columns untouched) into the release
-//!    writer, and through a [`ReleaseVerifier`] that checks the published
-//!    labels again.
+//! 2. Pass 2 streams every column batch by batch through the engine's
+//!    [`Releaser`] (passed-through columns untouched), buckets of classes
+//!    wait in memory or in spill files ([`crate::spill`]), and each bucket
+//!    is put in release order, checked by its published labels and
+//!    written.
 //!
-//! Only when both checks passed and every row is accounted for (published or
+//! Both steps are the engine's one release path ([`kanon_engine::release`]),
+//! the one the DataFusion node takes too; this module adds the I/O. Only
+//! when both checks passed and every row is accounted for (published or
 //! counted as suppressed) is the release committed (rename, or completion of
 //! the multipart uploads). Memory is the QI working set plus a few batches,
 //! whatever the number of other columns: `-v` logs the working set's bytes
@@ -22,11 +25,9 @@ use anyhow::{Context, Result};
 use arrow::array::RecordBatch;
 use clap::Args;
 use kanon_engine::encode::Encoder;
-use kanon_engine::partition::SUPPRESSED;
 use kanon_engine::privacy::Privacy;
-use kanon_engine::recode::Recoder;
+use kanon_engine::release::{Prepared, Recoded, Releaser};
 use kanon_engine::spec::JobSpec;
-use kanon_engine::verify::ReleaseVerifier;
 use kanon_engine::Error;
 
 use crate::config::Job;
@@ -219,17 +220,21 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         "algorithm",
         format!("{} on {rows_in} rows", spec.algorithm.name),
     );
-    let result = kanon_engine::pipeline::anonymize_cancellable(
+    let prepared = kanon_engine::release::prepare(
         spec,
         &qi,
         &privacy,
         &crate::ops::cancellation(),
+        pseudonymiser,
     );
     spinner.finish_and_clear();
-    if let Err(Error::Cancelled(_)) = &result {
+    if let Err(Error::Cancelled(_)) = &prepared {
         check_interrupt()?;
     }
-    let result = result.map_err(unsatisfiable)?;
+    let Prepared {
+        anonymization: mut result,
+        recoder,
+    } = prepared.map_err(unsatisfiable)?;
     check_interrupt()?;
     tracing::info!(
         algorithm = %result.algorithm,
@@ -240,76 +245,66 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
 
     // Pass 2: every column, recoded batch by batch.
     let t = Instant::now();
-    let recoder = Recoder::new(spec, &qi, &result.partition).with_pseudonymiser(pseudonymiser);
     drop(qi);
     let mut options = options;
     options.metadata = provenance(spec, &result, rows_in, fingerprint.as_deref());
     // Pass 2 needs the recoder only: free the partition (a group per row,
     // the cells of every group) before the release verifier fills up.
-    drop(result.partition);
-    let out_schema = recoder.output_schema(&dataset.schema);
-    let mut verifier =
-        ReleaseVerifier::try_new(spec, &out_schema).context("cannot check the release")?;
-    dataset.check_unchanged(&storage)?;
-    barrier("between-passes")?;
-    let mut writer = ReleaseWriter::create(&storage, output.clone(), out_schema.clone(), options)?;
+    drop(std::mem::take(&mut result.partition));
     // Rows are written class by class in a seeded order, never in input
     // order (kanon_engine::order). A release larger than the buffer is
     // spilled to disk in buckets of classes (crate::spill), each sorted in
     // memory: one scan of the input, bounded memory, the same bytes.
-    let order = recoder.release_order(spec.algorithm.seed);
-    let buckets = order.buckets(
-        spec.output
-            .buffer_rows
-            .unwrap_or(DEFAULT_BUFFER_ROWS)
-            .max(1),
-    );
-    let mut spill = match buckets.ranges().len() {
+    let mut releaser = Releaser::new(
+        spec,
+        recoder,
+        &dataset.schema,
+        spec.output.buffer_rows.unwrap_or(DEFAULT_BUFFER_ROWS),
+    )
+    .context("cannot check the release")?;
+    let out_schema = releaser.schema().clone();
+    dataset.check_unchanged(&storage)?;
+    barrier("between-passes")?;
+    let mut writer = ReleaseWriter::create(&storage, output.clone(), out_schema.clone(), options)?;
+    let mut spill = match releaser.n_buckets() {
         1 => None,
         n => Some(Spill::create(&out_schema, n)?),
     };
     let mut kept: Vec<RecordBatch> = Vec::new();
     let mut kept_groups: Vec<u32> = Vec::new();
     let bar = ui.bar("pass 2/2", Some(rows_in));
-    let mut offset = 0usize;
     for batch in dataset.scan(&storage, None, false) {
         check_interrupt()?;
         let batch = batch?;
         let n = batch.num_rows();
-        if offset + n > recoder.n_rows() {
-            return Err(changed(&input, rows_in, offset + n));
+        if releaser.rows_recoded() + n > releaser.rows_expected() {
+            return Err(changed(&input, rows_in, releaser.rows_recoded() + n));
         }
-        let released = recoder.recode(&batch, offset)?;
-        let groups = recoder.group_of_row()[offset..offset + n]
-            .iter()
-            .copied()
-            .filter(|&g| g != SUPPRESSED);
+        let Recoded {
+            batch: released,
+            groups,
+        } = releaser.recode(&batch)?;
         match &mut spill {
             None => {
                 kept_groups.extend(groups);
                 kept.push(released);
             }
-            Some(spill) => {
-                let groups: Vec<u32> = groups.collect();
-                spill.push(&released, &groups, |g| buckets.of(order.rank(g)))?;
-            }
+            Some(spill) => spill.push(&released, &groups, |g| releaser.bucket_of(g))?,
         }
-        offset += n;
         bar.inc(n as u64);
     }
-    if offset as u64 != rows_in {
-        return Err(changed(&input, rows_in, offset));
+    if releaser.rows_recoded() as u64 != rows_in {
+        return Err(changed(&input, rows_in, releaser.rows_recoded()));
     }
     let mut pending: Vec<RecordBatch> = Vec::new();
     let mut pending_rows = 0usize;
-    for bucket in 0..buckets.ranges().len() {
+    for bucket in 0..releaser.n_buckets() {
         check_interrupt()?;
         if let Some(spill) = &mut spill {
             (kept, kept_groups) = spill.take(bucket)?;
         }
-        let sorted = order.sort(&out_schema, &kept, &kept_groups)?;
+        let sorted = releaser.release(&kept, &kept_groups)?;
         kept.clear();
-        verifier.push(&sorted)?;
         // The writer sees the same batches whatever the buckets: its pages
         // and so the file's bytes do not depend on the buffer size.
         pending_rows += sorted.num_rows();
@@ -326,18 +321,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     }
     drop(spill);
     bar.finish_and_clear();
-    let release_check = verifier
-        .finish(&privacy)
+    let release_check = releaser
+        .finish(&privacy, &result)
         .context("the recoded release failed verification; nothing was written")?;
-    if release_check.published_rows != result.verified.published_rows
-        || release_check.published_rows as u64 + result.report.suppressed_rows as u64 != rows_in
-    {
-        return Err(Error::Internal(format!(
-            "the release holds {} rows and {} are suppressed, but the input has {rows_in} and the partition publishes {}",
-            release_check.published_rows, result.report.suppressed_rows, result.verified.published_rows
-        ))
-        .into());
-    }
     writer.close()?;
     let rows_out = writer.rows();
     let bytes_out = writer.bytes();

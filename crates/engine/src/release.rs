@@ -1,0 +1,208 @@
+//! The one path from an encoded table to a verified release, shared by every
+//! front end (`kanon anonymize`, the DataFusion plan node of
+//! `anonymize()`):
+//!
+//! ```text
+//! QiTable --prepare--> Prepared { anonymization (partition verified), recoder }
+//! input batches --Releaser::recode--> released rows and their groups
+//! a bucket of classes --Releaser::release--> its rows in release order,
+//!                                            verified again by their labels
+//! Releaser::finish --> every input row published or counted as suppressed
+//! ```
+//!
+//! The release is checked twice, fail closed: the partition against the
+//! privacy models ([`crate::pipeline`]), then the rows as published, by
+//! their labels ([`ReleaseVerifier`]), which must agree with the partition
+//! row for row. Rows leave in release order ([`crate::order`]), never in
+//! input order. A front end keeps only its own I/O: where input batches
+//! come from, where buckets of rows wait (memory, or spill files when the
+//! release is larger than a buffer) and where the release goes and how it
+//! is committed. Nothing may be committed before [`Releaser::finish`]
+//! returned.
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{Schema, SchemaRef};
+
+use crate::cancel::Cancellation;
+use crate::encode::QiTable;
+use crate::error::{Error, Result};
+use crate::order::{Buckets, ReleaseOrder};
+use crate::partition::SUPPRESSED;
+use crate::pipeline::{anonymize_cancellable, Anonymization};
+use crate::privacy::Privacy;
+use crate::recode::{Pseudonymiser, Recoder};
+use crate::spec::JobSpec;
+use crate::verify::{ReleaseVerifier, Verified};
+
+/// An anonymised table: the verified partition and what recodes the input.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The algorithm's verified partition, its metrics and details.
+    pub anonymization: Anonymization,
+    /// Recodes input batches into released batches.
+    pub recoder: Recoder,
+}
+
+/// Runs the job's algorithm on `table` under `cancel`, verifies the
+/// partition, and prepares the recoder (with the keys of the pseudonymised
+/// columns).
+///
+/// # Errors
+/// As [`crate::pipeline::anonymize`].
+pub fn prepare(
+    spec: &JobSpec,
+    table: &QiTable,
+    privacy: &Privacy,
+    cancel: &Cancellation,
+    pseudonymiser: Pseudonymiser,
+) -> Result<Prepared> {
+    let anonymization = anonymize_cancellable(spec, table, privacy, cancel)?;
+    let recoder =
+        Recoder::new(spec, table, &anonymization.partition).with_pseudonymiser(pseudonymiser);
+    Ok(Prepared {
+        anonymization,
+        recoder,
+    })
+}
+
+/// Rows of one input batch as released, with the group of each.
+#[derive(Debug)]
+pub struct Recoded {
+    /// The released rows (suppressed rows withheld), in input order.
+    pub batch: RecordBatch,
+    /// The group of every released row.
+    pub groups: Vec<u32>,
+}
+
+/// The second half of a release: recodes the input batch by batch, puts
+/// the rows in release order bucket by bucket, verifies them by their
+/// labels and accounts for every row.
+#[derive(Debug)]
+pub struct Releaser {
+    recoder: Recoder,
+    order: ReleaseOrder,
+    buckets: Buckets,
+    schema: SchemaRef,
+    verifier: ReleaseVerifier,
+    offset: usize,
+}
+
+impl Releaser {
+    /// Prepares the release of input batches of `input` schema, in buckets
+    /// of classes of at most `bucket_rows` rows (`u64::MAX`: one bucket),
+    /// ordered under the job's seed.
+    ///
+    /// # Errors
+    /// [`Error::Data`] when the release lacks a QI or sensitive column.
+    pub fn new(spec: &JobSpec, recoder: Recoder, input: &Schema, bucket_rows: u64) -> Result<Self> {
+        let schema = recoder.output_schema(input);
+        let verifier = ReleaseVerifier::try_new(spec, &schema)?;
+        let order = recoder.release_order(spec.algorithm.seed);
+        let buckets = order.buckets(bucket_rows.max(1));
+        Ok(Releaser {
+            recoder,
+            order,
+            buckets,
+            schema,
+            verifier,
+            offset: 0,
+        })
+    }
+
+    /// The schema of the release.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The number of buckets.
+    pub fn n_buckets(&self) -> usize {
+        self.buckets.ranges().len()
+    }
+
+    /// The bucket that the rows of `group` belong to.
+    pub fn bucket_of(&self, group: u32) -> usize {
+        self.buckets.of(self.order.rank(group))
+    }
+
+    /// Input rows recoded so far.
+    pub fn rows_recoded(&self) -> usize {
+        self.offset
+    }
+
+    /// Input rows the partition covers.
+    pub fn rows_expected(&self) -> usize {
+        self.recoder.n_rows()
+    }
+
+    /// Recodes the next input batch (its rows follow those of the batches
+    /// before it).
+    ///
+    /// # Errors
+    /// [`Error::Data`] when the input holds more rows than the partition
+    /// (it changed since it was encoded); recoding failures.
+    pub fn recode(&mut self, batch: &RecordBatch) -> Result<Recoded> {
+        let n = batch.num_rows();
+        if self.offset + n > self.recoder.n_rows() {
+            return Err(changed(self.recoder.n_rows(), self.offset + n));
+        }
+        let released = self.recoder.recode(batch, self.offset)?;
+        let groups = self.recoder.group_of_row()[self.offset..self.offset + n]
+            .iter()
+            .copied()
+            .filter(|&g| g != SUPPRESSED)
+            .collect();
+        self.offset += n;
+        Ok(Recoded {
+            batch: released,
+            groups,
+        })
+    }
+
+    /// The rows of one bucket (every released row whose group is in it, any
+    /// order) in release order, as one batch, after adding them to the
+    /// check by labels. Buckets must be released in bucket order.
+    ///
+    /// # Errors
+    /// Arrow failures; [`Error::Data`] for a null QI label (never in a
+    /// release).
+    pub fn release(&mut self, batches: &[RecordBatch], groups: &[u32]) -> Result<RecordBatch> {
+        let sorted = self.order.sort(&self.schema, batches, groups)?;
+        self.verifier.push(&sorted)?;
+        Ok(sorted)
+    }
+
+    /// Verifies the whole release by its labels against `privacy`, and that
+    /// it holds exactly the rows the partition publishes: every input row
+    /// recoded, and published or counted as suppressed.
+    ///
+    /// # Errors
+    /// [`Error::Data`] when the input had fewer rows than the partition;
+    /// [`Error::VerificationFailed`] when a published class violates a
+    /// model; [`Error::Internal`] when the rows do not add up.
+    pub fn finish(self, privacy: &Privacy, anonymization: &Anonymization) -> Result<Verified> {
+        let rows_in = self.recoder.n_rows();
+        if self.offset != rows_in {
+            return Err(changed(rows_in, self.offset));
+        }
+        let checked = self.verifier.finish(privacy)?;
+        let suppressed = anonymization.report.suppressed_rows;
+        if checked.published_rows != anonymization.verified.published_rows
+            || checked.published_rows + suppressed != rows_in
+        {
+            return Err(Error::Internal(format!(
+                "the release holds {} rows and {suppressed} are suppressed, but the input has {rows_in} and the partition publishes {} (a bug in kanon; nothing was released)",
+                checked.published_rows, anonymization.verified.published_rows
+            )));
+        }
+        Ok(checked)
+    }
+}
+
+fn changed(expected: usize, seen: usize) -> Error {
+    Error::Data {
+        column: "*".into(),
+        message: format!(
+            "the input changed while it was read: {seen} rows now, {expected} when it was encoded; nothing was released, run the job again"
+        ),
+    }
+}
