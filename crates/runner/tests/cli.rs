@@ -219,14 +219,7 @@ fn passed_through_columns_keep_type_nullability_metadata_and_order() {
         format!("{t}\n[[attributes]]\nname = \"name\"\nrole = \"identifying\"\n{insensitive}")
     });
     let out = dir.path().join("out.parquet");
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--weaken-privacy", "--k", "5"]));
+    let o = run(anonymize_cmd(&job, &input, &out).args(["--weaken-privacy", "--k", "5"]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = read_parquet(&out);
     assert_eq!(r.num_rows(), n);
@@ -697,14 +690,13 @@ fn nulls_in_a_qi() {
         t.replace("hierarchy = \"", "nulls = \"suppress\"\nhierarchy = \"")
     });
     let out = dir.path().join("o.parquet");
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--weaken-privacy", "--k", "2", "--suppression-limit", "0.5"]));
+    let o = run(anonymize_cmd(&job, &input, &out).args([
+        "--weaken-privacy",
+        "--k",
+        "2",
+        "--suppression-limit",
+        "0.5",
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(read_parquet(&out).num_rows() as u64 + suppressed(&out), 60);
     assert!(suppressed(&out) >= 2);

@@ -14,26 +14,15 @@ use common::*;
 
 /// Adult with two more columns: a direct identifier and a free-text note.
 fn adult_with_ids() -> RecordBatch {
-    let t = adult().slice(0, 3000);
-    let n = t.num_rows();
-    let mut fields: Vec<Field> = t
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let mut cols: Vec<ArrayRef> = t.columns().to_vec();
-    fields.push(Field::new(
-        "patient_id",
-        arrow::datatypes::DataType::Int64,
-        false,
-    ));
-    cols.push(Arc::new(Int64Array::from(
-        (0..n as i64).map(|i| 900_000 + i).collect::<Vec<_>>(),
-    )));
-    fields.push(Field::new("note", arrow::datatypes::DataType::Utf8, false));
-    cols.push(Arc::new(StringArray::from(vec!["n"; n])));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+    let t = adult_with_patient_ids(3000);
+    let notes = StringArray::from(vec!["n"; t.num_rows()]);
+    with_columns(
+        &t,
+        vec![(
+            Field::new("note", arrow::datatypes::DataType::Utf8, false),
+            Arc::new(notes) as ArrayRef,
+        )],
+    )
 }
 
 fn identifying(name: &str) -> String {
@@ -47,13 +36,7 @@ fn a_misspelt_identifying_column_is_an_error_not_a_publication() {
     write_parquet(&input, &[adult_with_ids()]);
     let out = dir.path().join("out.parquet");
     let job = adult_job(dir.path(), |t| t + &identifying("patient_idd"));
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out));
+    let o = run(&mut anonymize_cmd(&job, &input, &out));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = stderr(&o);
     assert!(
@@ -71,13 +54,7 @@ fn unlisted_columns_are_refused_unless_the_job_opts_in() {
     let out = dir.path().join("out.parquet");
     // Only patient_id declared: `note` has no role.
     let job = adult_job(dir.path(), |t| t + &identifying("patient_id"));
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out));
+    let o = run(&mut anonymize_cmd(&job, &input, &out));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = stderr(&o);
     assert!(
@@ -227,13 +204,7 @@ fn input_schema_metadata_is_not_copied_into_the_release() {
     );
     let out = dir.path().join("out.parquet");
     let job = adult_job(dir.path(), |t| t);
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out));
+    let o = run(&mut anonymize_cmd(&job, &input, &out));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let kv = parquet_metadata(std::fs::read(&out).unwrap());
     assert!(kv.iter().all(|(k, _)| k != "pandas"), "{kv:?}");
@@ -292,14 +263,7 @@ fn duplicated_csv_header_columns_are_refused() {
     std::fs::write(&csv, text).unwrap();
     let out = dir.path().join("out.parquet");
     let job = adult_job(dir.path(), |t| t.replace("k = 10", "k = 2"));
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(&csv)
-        .arg("-o")
-        .arg(&out)
-        .args(["--set", "input.delimiter=;"]));
+    let o = run(anonymize_cmd(&job, &csv, &out).args(["--set", "input.delimiter=;"]));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(stderr(&o).contains("occupation"), "{}", show(&o));
     assert!(!out.exists());
@@ -405,13 +369,7 @@ fn row_position_carries_no_input_position() {
         with_id(t).replace("\nseed = 1\n", "\nseed = 99\n")
     });
     let other = dir.path().join("seed.parquet");
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(&input)
-        .arg("-o")
-        .arg(&other));
+    let o = run(&mut anonymize_cmd(&job, &input, &other));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let io = ids(&other);
     let same = ia.iter().zip(&io).filter(|(x, y)| x == y).count();
@@ -447,13 +405,7 @@ fn timestamps_with_named_time_zones_are_quasi_identifiers() {
         let job = dir.path().join("job.toml");
         std::fs::write(&job, "[privacy]\nk = 5\n[[attributes]]\nname = \"seen\"\nrole = \"quasi-identifier\"\n[[attributes]]\nname = \"v\"\nrole = \"sensitive\"\n").unwrap();
         let out = dir.path().join("out.parquet");
-        let o = run(kanon()
-            .args(["anonymize", "-c"])
-            .arg(&job)
-            .arg("-i")
-            .arg(&input)
-            .arg("-o")
-            .arg(&out));
+        let o = run(&mut anonymize_cmd(&job, &input, &out));
         assert_eq!(o.status.code(), Some(0), "tz {tz}: {}", show(&o));
     }
 }
@@ -490,13 +442,7 @@ fn verify_fails_a_release_that_holds_an_identifying_column() {
     let lax = adult_job(dir.path(), |t| {
         format!("[columns]\nunlisted = \"insensitive\"\n{t}")
     });
-    let o = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&lax)
-        .arg("-i")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out));
+    let o = run(&mut anonymize_cmd(&lax, &input, &out));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     // ... and checked against the job that knows it identifies people.
     let strict_dir = tempfile::tempdir().unwrap();
@@ -628,13 +574,7 @@ fn the_same_rows_in_another_input_order_give_the_same_release() {
     });
     let release = |input: &std::path::Path, name: &str| {
         let out = dir.path().join(name);
-        let o = run(kanon()
-            .args(["anonymize", "-c"])
-            .arg(&job)
-            .arg("-i")
-            .arg(input)
-            .arg("-o")
-            .arg(&out));
+        let o = run(&mut anonymize_cmd(&job, &input, &out));
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
         out
     };

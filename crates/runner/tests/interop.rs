@@ -6,10 +6,7 @@
 mod common;
 
 use std::process::Command;
-use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Array, RecordBatch};
-use arrow::datatypes::{DataType, Field, Schema};
 use common::*;
 
 fn script() -> std::path::PathBuf {
@@ -55,23 +52,8 @@ fn python_readers_read_releases_of_a_pandas_input() {
     let dir = tempfile::tempdir().unwrap();
     // Adult with a patient id, rewritten by pandas with a non-default index:
     // its `pandas` metadata names `patient_id` and `__index_level_0__`.
-    let t = adult().slice(0, 5000);
-    let mut fields: Vec<Field> = t
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let mut cols: Vec<ArrayRef> = t.columns().to_vec();
-    fields.push(Field::new("patient_id", DataType::Int64, false));
-    cols.push(Arc::new(Int64Array::from_iter_values(
-        (0..t.num_rows() as i64).map(|i| 900_000 + i),
-    )));
     let plain = dir.path().join("plain.parquet");
-    write_parquet(
-        &plain,
-        &[RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()],
-    );
+    write_parquet(&plain, &[adult_with_patient_ids(5000)]);
     let input = dir.path().join("in.parquet");
     python(&[
         "pandas-input".as_ref(),
@@ -87,14 +69,7 @@ fn python_readers_read_releases_of_a_pandas_input() {
         ("parts", vec!["--max-file-size", "40kB"]),
     ] {
         let out = dir.path().join(name);
-        let o = run(kanon()
-            .args(["anonymize", "-c"])
-            .arg(&job)
-            .arg("-i")
-            .arg(&input)
-            .arg("-o")
-            .arg(&out)
-            .args(&extra));
+        let o = run(anonymize_cmd(&job, &input, &out).args(&extra));
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
         let rows = if out.is_dir() {
             std::fs::read_dir(&out)

@@ -7,8 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use arrow::datatypes::DataType;
 use common::*;
 
 /// The key of the tests; must never appear in kanon's output or files.
@@ -17,25 +17,8 @@ const KEY_ENV: &str = "POLICY_TEST_PSEUDONYM_KEY";
 
 /// 3000 Adult rows with a direct identifier `patient_id`.
 fn adult_with_ids(dir: &Path) -> PathBuf {
-    let t = adult().slice(0, 3000);
-    let mut fields: Vec<Field> = t
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let mut cols: Vec<ArrayRef> = t.columns().to_vec();
-    fields.push(Field::new("patient_id", DataType::Int64, false));
-    cols.push(Arc::new(Int64Array::from(
-        (0..t.num_rows() as i64)
-            .map(|i| 900_000 + i)
-            .collect::<Vec<_>>(),
-    )));
     let input = dir.join("in.parquet");
-    write_parquet(
-        &input,
-        &[RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()],
-    );
+    write_parquet(&input, &[adult_with_patient_ids(3000)]);
     input
 }
 
@@ -48,13 +31,8 @@ fn pseudonym_job(dir: &Path) -> PathBuf {
 }
 
 fn anonymize(job: &Path, input: &Path, out: &Path) -> std::process::Command {
-    let mut c = kanon();
-    c.args(["anonymize", "-v", "-c"])
-        .arg(job)
-        .arg("-i")
-        .arg(input)
-        .arg("-o")
-        .arg(out);
+    let mut c = anonymize_cmd(job, input, out);
+    c.arg("-v");
     c
 }
 

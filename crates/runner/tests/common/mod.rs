@@ -11,8 +11,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::RecordBatch;
+use arrow::array::{ArrayRef, Int64Array, RecordBatch};
 use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
@@ -109,6 +110,48 @@ pub fn parquet_metadata(bytes: Vec<u8>) -> Vec<(String, String)> {
 /// The bundled Adult table.
 pub fn adult() -> RecordBatch {
     read_parquet(&root().join("data/adult/adult.parquet"))
+}
+
+/// `batch` with more columns appended.
+pub fn with_columns(batch: &RecordBatch, extra: Vec<(Field, ArrayRef)>) -> RecordBatch {
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
+    for (f, c) in extra {
+        fields.push(f);
+        cols.push(c);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+/// The first `n` Adult rows with a direct identifier `patient_id`
+/// (900000, 900001, ...).
+pub fn adult_with_patient_ids(n: usize) -> RecordBatch {
+    let t = adult().slice(0, n);
+    let ids = Int64Array::from_iter_values((0..t.num_rows() as i64).map(|i| 900_000 + i));
+    with_columns(
+        &t,
+        vec![(
+            Field::new("patient_id", DataType::Int64, false),
+            Arc::new(ids) as ArrayRef,
+        )],
+    )
+}
+
+/// `kanon anonymize -c JOB -i INPUT -o OUTPUT`.
+pub fn anonymize_cmd(job: &Path, input: &Path, output: &Path) -> Command {
+    let mut c = kanon();
+    c.args(["anonymize", "-c"])
+        .arg(job)
+        .arg("-i")
+        .arg(input)
+        .arg("-o")
+        .arg(output);
+    c
 }
 
 /// Writes the Adult table as `n` Parquet files `part-0.parquet`, ... in
