@@ -1,4 +1,4 @@
-//! HeuristicMin on Adult (seed 002): the paper's search alone and with the
+//! HeuristicMin on Adult (the HeuristicMin paper): the paper's search alone and with the
 //! proof of optimality, five QIs at k = 10.
 //!
 //! ```text

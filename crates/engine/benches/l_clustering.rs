@@ -1,4 +1,4 @@
-//! L-clustering (seed 004) on Adult with occupation sensitive
+//! L-clustering (the L-clustering paper) on Adult with occupation sensitive
 //! (`configs/adult-occupation.toml`: 8 QIs, distinct l-diversity), full
 //! table and the first 5,000 rows, against l-diverse Mondrian.
 //!

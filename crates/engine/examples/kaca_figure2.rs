@@ -1,4 +1,4 @@
-//! Seed 000's experiment (section 6, Figure 2) on the bundled Adult data:
+//! The KACA paper's experiment (section 6, Figure 2) on the bundled Adult data:
 //! distortion ratio and time versus the number of QIs (the first 1..8 in
 //! the paper's order), for k = 2 and 10, with uniform and height weights
 //! (beta = 1), KACA against the least-distortion full-domain generalisation.
@@ -195,7 +195,7 @@ fn main() {
 }
 
 /// How many times lower KACA's distortion ratio is than the full-domain
-/// one "on average" (seed 000 reports 5.57), read three ways, over the
+/// one "on average" (the KACA paper reports 5.57), read three ways, over the
 /// points where KACA distorts at all: the mean of the per-point quotients,
 /// their geometric mean, and the quotient of the mean ratios.
 fn summarise(points: &[(usize, f64, f64, f64)]) {

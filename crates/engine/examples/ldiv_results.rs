@@ -1,6 +1,6 @@
 //! Regenerates the l-diversity tables of `docs/results/ldiv.md`: Adult with
 //! occupation sensitive (`configs/adult-occupation.toml`), information loss
-//! against l and against the number of QIs, L-clustering (seed 004) against
+//! against l and against the number of QIs, L-clustering (the L-clustering paper) against
 //! l-diverse Mondrian and l-diverse Incognito (full domain), all verified by
 //! the pipeline.
 //!
@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use kanon_engine::spec::{JobSpec, Role};
 
-/// The paper's QI order (seed 004, section 5): Age, Gender, Race, Marital
+/// The paper's QI order (the L-clustering paper, section 5): Age, Gender, Race, Marital
 /// Status, Education, Native Country, Work Class, Salary Class.
 const QIS: [&str; 8] = [
     "age",
@@ -89,7 +89,7 @@ const VARIANTS: [Variant; 6] = [
 struct Figures {
     ncp: f64,
     granularity: f64,
-    /// `L(D, D*) / |D|`: seed 004's uncertainty loss per row.
+    /// `L(D, D*) / |D|`: the L-clustering paper's uncertainty loss per row.
     loss: f64,
     seconds: f64,
     classes: f64,
@@ -178,7 +178,7 @@ fn table(title: &str, key: &str, rows: &[(String, Vec<Figures>)]) {
         println!("| {label} | {} |", cells.join(" | "));
     }
     println!(
-        "\nEach cell: NCP / granularity / L(D,D*)/n, seed 004's uncertainty loss per row \
+        "\nEach cell: NCP / granularity / L(D,D*)/n, the L-clustering paper's uncertainty loss per row \
          (at most the number of QIs). Suppressed rows count fully in all three."
     );
     println!("\n| {key} | {} |", header.join(" | "));

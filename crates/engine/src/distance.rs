@@ -1,5 +1,5 @@
 //! Distances of clustering algorithms under the uncertainty loss of
-//! L-clustering (seed 004; `SPEC.md` section 3).
+//! L-clustering (the L-clustering paper; `docs/SPEC.md` section 3).
 //!
 //! A cluster is published as one generalised tuple: per QI a [`Span`], the
 //! `[min-max]` code range of an ordered (numeric) attribute, the value set of

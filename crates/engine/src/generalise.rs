@@ -1,7 +1,7 @@
 //! Published cells: what a generalised QI value is, what it covers, and how
 //! it is labelled in a release.
 //!
-//! A [`Cell`] is one of the generalisation models of `SPEC.md` section 2:
+//! A [`Cell`] is one of the generalisation models of `docs/SPEC.md` section 2:
 //! a hierarchy node (leaves included: an unchanged value is its own leaf), a
 //! numeric range of a flexible column, a value set of a flexible categorical
 //! column, or a suppressed cell. All of them are expressed in the column's

@@ -2,21 +2,21 @@
 //! by the clustering algorithms (KACA, and any other that merges classes by
 //! the distortion a merge causes).
 //!
-//! The model is KACA's (seed 000, Def. 5-10) with seed 003's per-attribute
+//! The model is KACA's (the KACA paper, Def. 5-10) with Han et al. 2014's per-attribute
 //! weights (Def. 3-6):
 //! - every QI cell costs `x_A * share_A(cell)`, where `x_A` is the
 //!   attribute's `weight` (default 1) and `share_A` is how far the cell lies
 //!   from the leaves, in `[0, 1]`:
 //!   - for a hierarchy node at code level `l` (0 = leaf), the WHD from the
 //!     leaves to that level ([`LevelWeights::Uniform`] or
-//!     [`LevelWeights::Height`]), or seed 003's `l / L_A` with `L_A` the
+//!     [`LevelWeights::Height`]), or Han et al. 2014's `l / L_A` with `L_A` the
 //!     number of levels including the leaves ([`LevelWeights::Levels`]);
 //!   - for a numeric QI without a hierarchy, generalised to `[min-max]`, the
 //!     range distance `(max - min) / (max_A - min_A)`;
 //!   - a categorical QI without a hierarchy counts as a one-level hierarchy
 //!     (value or `*`), the shape the KACA paper gives sex and salary;
 //! - the closest common generalisation of two cells is their lowest common
-//!   ancestor (or the union of two ranges) (seed 000 Def. 8, seed 003 Def. 3);
+//!   ancestor (or the union of two ranges) (the KACA paper Def. 8, Han et al. 2014 Def. 3);
 //! - `Distortion(t, t')` is the sum of the cell costs climbed from `t` to `t'`
 //!   (Def. 6); the tuple distance is `Distortion(t1,t12) + Distortion(t2,t12)`
 //!   (Def. 9) and the class distance `n1*Distortion(t1,t12) +
@@ -42,20 +42,20 @@ use crate::spec::Kind;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum LevelWeights {
-    /// WHD with `w(j, j-1) = 1` (seed 000 Def. 5): every step counts the same,
+    /// WHD with `w(j, j-1) = 1` (the KACA paper Def. 5): every step counts the same,
     /// the root costs 1.
     #[default]
     Uniform,
-    /// WHD with `w(j, j-1) = 1/(j-1)^beta` (paper levels, seed 000 Def. 5):
+    /// WHD with `w(j, j-1) = 1/(j-1)^beta` (paper levels, the KACA paper Def. 5):
     /// steps near the root cost more; the root costs 1.
     Height {
         /// The exponent, > 0 (the paper's default 1).
         beta: f64,
     },
-    /// Seed 003's normalisation (Def. 5): `steps / L_A` with `L_A` the number
+    /// Han et al. 2014's normalisation (Def. 5): `steps / L_A` with `L_A` the number
     /// of levels including the leaves, so the root costs `height/(height+1)`.
     Levels,
-    /// Granularity, the loss ARX reports (`SPEC.md` section 3): a node
+    /// Granularity, the loss ARX reports (`docs/SPEC.md` section 3): a node
     /// covering `m` of the attribute's `D` distinct input values costs
     /// `(m-1)/(D-1)`, so wide nodes cost more than narrow ones of the same
     /// level; a range costs the same over the distinct values it covers.
@@ -234,8 +234,8 @@ impl DistanceModel {
         }
     }
 
-    /// The distortion of a tuple published as `cells` (seed 000 Def. 6, with
-    /// attribute weights as seed 003 Def. 5).
+    /// The distortion of a tuple published as `cells` (the KACA paper Def. 6, with
+    /// attribute weights as Han et al. 2014 Def. 5).
     pub fn tuple_cost(&self, cells: &[CellCode]) -> f64 {
         cells
             .iter()
@@ -251,7 +251,7 @@ impl DistanceModel {
         (j - self.cost(q, a), j - self.cost(q, b))
     }
 
-    /// The class distance (seed 000 Def. 10) of classes of `n1` tuples `t1`
+    /// The class distance (the KACA paper Def. 10) of classes of `n1` tuples `t1`
     /// and `n2` tuples `t2`: `n1*Distortion(t1,t12) + n2*Distortion(t2,t12)`.
     pub fn class_distance(&self, t1: &[CellCode], n1: usize, t2: &[CellCode], n2: usize) -> f64 {
         let (s1, s2) = t1
@@ -265,7 +265,7 @@ impl DistanceModel {
         n1 as f64 * s1 + n2 as f64 * s2
     }
 
-    /// The tuple distance (seed 000 Def. 9, seed 003 Def. 6):
+    /// The tuple distance (the KACA paper Def. 9, Han et al. 2014 Def. 6):
     /// `Distortion(t1,t12) + Distortion(t2,t12)`.
     pub fn tuple_distance(&self, t1: &[CellCode], t2: &[CellCode]) -> f64 {
         self.class_distance(t1, 1, t2, 1)
@@ -410,7 +410,7 @@ mod tests {
         // Gender {M/F, *}: WHD(2,1) = 1 under both schemes.
         assert_eq!(LevelWeights::Uniform.share(1, 1), 1.0);
         assert_eq!(LevelWeights::Height { beta: 2.0 }.share(1, 1), 1.0);
-        // Seed 003: steps over levels including the leaves.
+        // Han et al. 2014: steps over levels including the leaves.
         assert_eq!(LevelWeights::Levels.share(1, 1), 0.5);
         assert_eq!(LevelWeights::Levels.share(4, 1), 0.2);
     }

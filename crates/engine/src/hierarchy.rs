@@ -3,7 +3,7 @@
 //! A [`Hierarchy`] is a tree whose leaves are an attribute's values and whose
 //! root is the fully generalised value (`*`). In code, levels count up from
 //! the leaves: level 0 is the leaf level, level [`Hierarchy::height`] is the
-//! root. The KACA paper (seed 000) numbers levels the other way (1 = root,
+//! root. The KACA paper (the KACA paper) numbers levels the other way (1 = root,
 //! h = leaves); metrics convert at that edge.
 //!
 //! Leaves are numbered in depth-first order, so the leaves under any node form

@@ -8,7 +8,7 @@
 //!
 //! Besides k-anonymity the module holds the three l-diversity models of
 //! Machanavajjhala et al. ("l-Diversity: Privacy beyond k-anonymity", ICDE
-//! 2006; `SPEC.md` section 1): [`DistinctLDiversity`],
+//! 2006; `docs/SPEC.md` section 1): [`DistinctLDiversity`],
 //! [`EntropyLDiversity`] and [`RecursiveCLDiversity`], each on one sensitive
 //! column.
 
@@ -92,7 +92,7 @@ pub trait PrivacyModel: Debug + Send + Sync {
     }
 }
 
-/// k-anonymity (Sweeney; seed 000 Def. 1): every class has at least k rows.
+/// k-anonymity (Sweeney; the KACA paper Def. 1): every class has at least k rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KAnonymity {
     /// The smallest allowed class size.
@@ -120,8 +120,8 @@ impl PrivacyModel for KAnonymity {
     }
 }
 
-/// An anonymity requirement `<S, k>` (HeuristicMin, seed 002 section 3.1;
-/// `SPEC.md` section 1): the projection of the release on the shield `S` (a
+/// An anonymity requirement `<S, k>` (HeuristicMin, the HeuristicMin paper section 3.1;
+/// `docs/SPEC.md` section 1): the projection of the release on the shield `S` (a
 /// set of QIs) holds every tuple at least `k` times. Plain k-anonymity is
 /// `<all QIs, k>`.
 ///
@@ -524,7 +524,7 @@ fn unsatisfiable(column: &str, message: String) -> Error {
     Error::Unsatisfiable(format!("sensitive column `{column}`: {message}"))
 }
 
-/// Distinct l-diversity (Machanavajjhala et al. 2006; seed 004's model):
+/// Distinct l-diversity (Machanavajjhala et al. 2006; the L-clustering paper's model):
 /// every class holds at least `l` distinct values of the sensitive column.
 ///
 /// Monotone: a union of classes holds every value of each of them.

@@ -1,6 +1,6 @@
 //! Similarity of categorical values learned from the data alone, and the
-//! tuple distance it induces (the SBC thesis, seed 001, sections 3.4, 3.5,
-//! 3.7 and 3.8; `SPEC.md` section 4 and worked example 5).
+//! tuple distance it induces (the SBC thesis, the SBC thesis, sections 3.4, 3.5,
+//! 3.7 and 3.8; `docs/SPEC.md` section 4 and worked example 5).
 //!
 //! No hierarchy is needed. The categorical QIs are put in order of
 //! increasing cardinality. For a reference tuple `t`:

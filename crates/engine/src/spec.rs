@@ -206,8 +206,8 @@ pub struct AttributeSpec {
     /// Digit masking (`4351 -> 435* -> ...`) for equal-length codes.
     #[serde(default)]
     pub masking: bool,
-    /// Per-attribute weight in weighted distances and losses (seed 003 `x_A`,
-    /// seed 004 `p_i`/`q_j`); default 1.
+    /// Per-attribute weight in weighted distances and losses (Han et al. 2014 `x_A`,
+    /// the L-clustering paper `p_i`/`q_j`); default 1.
     #[serde(default)]
     pub weight: Option<f64>,
     /// What to do with nulls (QIs only).
@@ -288,7 +288,7 @@ pub struct PrivacySpec {
     /// `requirements` are given.
     #[serde(default)]
     pub k: usize,
-    /// Further anonymity requirements `<shield, k>` (HeuristicMin, seed 002
+    /// Further anonymity requirements `<shield, k>` (HeuristicMin, the HeuristicMin paper
     /// section 3.1): the projection of the release on the shield holds every
     /// tuple at least k times. They add to `k`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -296,7 +296,7 @@ pub struct PrivacySpec {
     /// Largest share of rows (0..=1) that may be suppressed; default 0.
     #[serde(default)]
     pub suppression_limit: Option<f64>,
-    /// l of l-diversity (`SPEC.md` section 1): every published class must be
+    /// l of l-diversity (`docs/SPEC.md` section 1): every published class must be
     /// l-diverse in each sensitive column of `sensitive`. Absent: no
     /// l-diversity.
     #[serde(default)]
@@ -387,7 +387,7 @@ impl std::str::FromStr for RequirementSpec {
 #[serde(rename_all = "kebab-case")]
 pub enum Diversity {
     /// At least l distinct sensitive values per class (the model of
-    /// L-clustering, seed 004).
+    /// L-clustering, the L-clustering paper).
     #[default]
     Distinct,
     /// The entropy of the class's sensitive values is at least `ln l`.

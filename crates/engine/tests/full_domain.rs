@@ -58,7 +58,7 @@ fn chosen(table: &QiTable, a: &Anonymization) -> Vec<u8> {
 }
 
 // ---------------------------------------------------------------------------
-// SPEC worked example 1 (KACA Table 1, seed 000)
+// SPEC worked example 1 (KACA Table 1, the KACA paper)
 
 const GENDER: &str = "male;*\nfemale;*\n";
 const AGE: &str = "young;*\nmiddle;*\nold;*\n";

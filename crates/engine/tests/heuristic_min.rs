@@ -1,5 +1,5 @@
-//! HeuristicMin (seed 002) and anonymity requirements `<shield, k>`: the
-//! worked examples of `SPEC.md` (6 and 7), the two-requirement case of the
+//! HeuristicMin (the HeuristicMin paper) and anonymity requirements `<shield, k>`: the
+//! worked examples of `docs/SPEC.md` (6 and 7), the two-requirement case of the
 //! paper's section 5.2.2, exactness against an exhaustive enumeration of
 //! all attribute-wise states on random tables, and Adult.
 
@@ -124,7 +124,7 @@ fn example6(params: &str) -> (JobSpec, QiTable) {
     )
 }
 
-/// SPEC worked example 6 (seed 002 Fig. 4-6, 10): the answer is the Edu
+/// SPEC worked example 6 (the HeuristicMin paper Fig. 4-6, 10): the answer is the Edu
 /// generalisation T1 (0,4) at depth 1, not the equally large T4 (0,4) at
 /// depth 2, with precision 0.89 and 7 generalisation steps.
 #[test]
@@ -148,7 +148,10 @@ fn worked_example_6() {
             assert_eq!(d["violating_rows_in"], 3);
             assert_eq!(d["rows_out"], 4);
             assert_eq!(d["depth"], 1, "T1, not T4: fewer generalisation steps");
-            assert_eq!(d["generalisation_steps"], 7, "seed 002 Fig. 10(c)");
+            assert_eq!(
+                d["generalisation_steps"], 7,
+                "the HeuristicMin paper Fig. 10(c)"
+            );
             assert_eq!(d["proven_optimal"], true);
             assert_eq!(d["cut"][0]["lifted_to"], serde_json::json!(["High"]));
             assert!((result.report.precision - 8.0 / 9.0).abs() < 1e-12);
@@ -158,7 +161,7 @@ fn worked_example_6() {
     }
 }
 
-/// SPEC worked example 7 (seed 002 Case 3, Fig. 17-19): `<{App,Sex}, 25>`
+/// SPEC worked example 7 (the HeuristicMin paper Case 3, Fig. 17-19): `<{App,Sex}, 25>`
 /// with Age a QI outside the shield; generalising Sex (0,8) beats App (0,7).
 #[test]
 fn worked_example_7() {
@@ -250,7 +253,7 @@ fn figure13(params: &str) -> (JobSpec, QiTable) {
     )
 }
 
-/// Seed 002 section 5.2.2 (Case 2, Fig. 12-16): `<{Edu,Sex},4>` and
+/// The HeuristicMin paper section 5.2.2 (Case 2, Fig. 12-16): `<{Edu,Sex},4>` and
 /// `<{Sex,WorkHrs},11>` on the Figure 13 table, taxonomies of Fung et al.
 /// (2005) as the text describes them (Bachelors padded to the leaf depth).
 #[test]

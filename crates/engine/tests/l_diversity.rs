@@ -1,5 +1,5 @@
 //! l-diversity end to end: the privacy models in the pipeline, L-clustering
-//! (seed 004) on `SPEC.md` worked example 8, l-diverse Mondrian, released
+//! (the L-clustering paper) on `docs/SPEC.md` worked example 8, l-diverse Mondrian, released
 //! files, impossible jobs, random tables and Adult with occupation sensitive.
 
 mod common;
@@ -18,7 +18,7 @@ use kanon_engine::verify::{verify_partition, verify_release};
 use kanon_engine::{anonymize, Error};
 use proptest::prelude::*;
 
-/// `SPEC.md` worked example 8 (seed 004, Table 1): t1..t10.
+/// `docs/SPEC.md` worked example 8 (the L-clustering paper, Table 1): t1..t10.
 const AGES: [&str; 10] = ["51", "50", "51", "54", "54", "54", "55", "52", "52", "53"];
 const ZIPS: [&str; 10] = [
     "12562", "12552", "12532", "12555", "12555", "12555", "12532", "12561", "12533", "12553",
@@ -79,7 +79,7 @@ fn hospital_table(spec: &JobSpec) -> QiTable {
     common::encode(spec, &Default::default(), &[hospital_batch()])
 }
 
-/// NCP of every row (sum over its QI cells, `SPEC.md` example 4's form).
+/// NCP of every row (sum over its QI cells, `docs/SPEC.md` example 4's form).
 fn row_ncp(table: &QiTable, partition: &Partition) -> Vec<f64> {
     (0..table.n_rows())
         .map(|r| {

@@ -1,4 +1,4 @@
-//! Anonymity requirements `<shield, k>` (seed 002 section 3.1; `SPEC.md`
+//! Anonymity requirements `<shield, k>` (the HeuristicMin paper section 3.1; `docs/SPEC.md`
 //! section 1): job files, the privacy model, verification by projection for
 //! every algorithm, and the stand-in single-k algorithms see.
 

@@ -1,5 +1,5 @@
 //! SBC (issue 5): hand-computed releases, random tables, privacy models
-//! beyond k, and the thesis's Adult experiment (seed 001, section 4.3).
+//! beyond k, and the thesis's Adult experiment (the SBC thesis, section 4.3).
 
 mod common;
 
@@ -278,7 +278,7 @@ fn adult_flexible(qis: &[&str], rows: Option<usize>, k: usize) -> (JobSpec, QiTa
 
 #[test]
 fn thesis_experiment_stays_below_20_percent_ncp() {
-    // Seed 001, section 4.3: the first 5,000 Adult rows, QIs age, sex and
+    // The SBC thesis, section 4.3: the first 5,000 Adult rows, QIs age, sex and
     // native-country; the thesis reports NCP below 20 % up to k = 100 and
     // exactly n/k groups at k = 50 and 100 (Table 4-2: 100 and 50).
     for (k, groups) in [(2, None), (50, Some(100)), (100, Some(50))] {

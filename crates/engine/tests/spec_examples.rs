@@ -1,4 +1,4 @@
-//! The worked examples 1-4 of `SPEC.md` (seeds 000, 001, 003), exact values.
+//! The worked examples 1-4 of `docs/SPEC.md` (seeds 000, 001, 003), exact values.
 
 use std::sync::Arc;
 
@@ -99,7 +99,7 @@ fn example_1_kaca_table_1() {
     assert!((d - 2.5).abs() < 1e-12, "Dist = {d}");
 }
 
-/// Example 2: WHD with uniform and height weights (seed 000).
+/// Example 2: WHD with uniform and height weights (the KACA paper).
 #[test]
 fn example_2_whd() {
     assert!((whd(Weights::Uniform, 6, 6, 4) - 0.4).abs() < 1e-12);
@@ -110,7 +110,7 @@ fn example_2_whd() {
     assert_eq!(whd(Weights::Uniform, 2, 2, 1), 1.0);
 }
 
-/// Example 3: attribute-weighted distortion (seed 003).
+/// Example 3: attribute-weighted distortion (Han et al. 2014).
 #[test]
 fn example_3_weighted_distortion() {
     let t = table(
@@ -152,7 +152,7 @@ fn example_3_weighted_distortion() {
     );
 }
 
-/// Example 4: NCP (seed 001, Table 2-13).
+/// Example 4: NCP (the SBC thesis, Table 2-13).
 #[test]
 fn example_4_ncp() {
     let t = table(

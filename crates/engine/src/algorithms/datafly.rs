@@ -1,5 +1,5 @@
 //! Datafly (Sweeney, "Achieving k-anonymity privacy protection using
-//! generalization and suppression", 2002; the baseline of seed 001,
+//! generalization and suppression", 2002; the baseline of the SBC thesis,
 //! section 2.4): greedy full-domain generalisation with suppression.
 //!
 //! Starting from the leaves, while the rows in classes the privacy models

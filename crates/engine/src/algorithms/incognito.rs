@@ -1,7 +1,7 @@
 //! Incognito (LeFevre, DeWitt, Ramakrishnan, "Incognito: efficient
 //! full-domain k-anonymity", SIGMOD 2005): every accepted full-domain
 //! generalisation, found bottom-up over the lattice, and the one of least
-//! loss. Seed 000 (section 6) and seed 001 (chapter 4) compare against it.
+//! loss. The KACA paper (section 6) and the SBC thesis (chapter 4) compare against it.
 //!
 //! The search runs over the lattices of QI subsets of growing size
 //! (Incognito's Fig. 5). A node of a subset is a candidate only when each of

@@ -1,12 +1,12 @@
 //! KACA: k-anonymisation by clustering in attribute hierarchies (Li, Wong,
-//! Fu, Pei, 2006; seed 000, Alg. 1), local recoding.
+//! Fu, Pei, 2006; the KACA paper, Alg. 1), local recoding.
 //!
 //! Start from the equivalence classes of the input. While a class is not
 //! accepted by the privacy models (smaller than k, or not l-diverse when
 //! such models are set), take one (the *next-class strategy*: seeded random
 //! as in the paper, smallest first, or the class whose best merge costs most
 //! or least first), find the class at the least class distance (Def. 10:
-//! weighted hierarchical distance with uniform or height weights, seed 003's
+//! weighted hierarchical distance with uniform or height weights, Han et al. 2014's
 //! level weights, or granularity costs, times per-attribute weights `x_A`;
 //! see [`crate::hierarchical_distance`]) and merge the two. When the small
 //! class `E1` (`|E1| < k`) would absorb a large class `E2` (`|E1| + |E2| >=
@@ -50,7 +50,7 @@ use crate::hierarchical_distance::{CellCode, DistanceModel, LevelWeights};
 use crate::partition::{NumericCells, Partition, SUPPRESSED};
 use crate::privacy::ClassView;
 
-/// The cost of a generalised cell (seed 000 Def. 5; seed 003 Def. 5; ARX's
+/// The cost of a generalised cell (the KACA paper Def. 5; Han et al. 2014 Def. 5; ARX's
 /// granularity).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -60,7 +60,7 @@ pub enum WeightScheme {
     Uniform,
     /// `w(j, j-1) = 1/(j-1)^beta` (set `beta`, default 1).
     Height,
-    /// Seed 003: `steps / L_A`, `L_A` levels including the leaves.
+    /// Han et al. 2014: `steps / L_A`, `L_A` levels including the leaves.
     Levels,
     /// Granularity (ARX's loss): `(m-1)/(D-1)` for a cell covering `m` of
     /// the `D` distinct values.
@@ -950,7 +950,7 @@ mod tests {
         })
     }
 
-    /// Seed 000, Table 1a.
+    /// The KACA paper, Table 1a.
     fn table_1(spec: &JobSpec) -> QiTable {
         QiTable::from_string_columns(
             spec,

@@ -1,5 +1,5 @@
 //! L-clustering: l-diversity by greedy clustering with flexible
-//! generalisation (seed 004, section 4 of the paper; `SPEC.md` section 4).
+//! generalisation (the L-clustering paper, section 4 of the paper; `docs/SPEC.md` section 4).
 //!
 //! The paper's steps, in the engine's terms:
 //! 1. check that the table can be l-diverse at all (the pipeline's
@@ -77,7 +77,7 @@ pub enum ClusterDistance {
     #[default]
     Tuple,
     /// Each side weighted by its number of rows, as KACA's class distance
-    /// (seed 000, Def. 8; `SPEC.md` section 3):
+    /// (the KACA paper, Def. 8; `docs/SPEC.md` section 3):
     /// `|G'| L(t_G', t12) + |G| L(t_G, t12)`, the loss the join adds to
     /// the release.
     Class,

@@ -44,14 +44,14 @@ use crate::privacy::{ClassView, Privacy};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Loss {
-    /// KACA's table distortion (seed 000, Def. 7): the sum over rows and QIs
+    /// KACA's table distortion (the KACA paper, Def. 7): the sum over rows and QIs
     /// of the WHD with uniform weights, `level / height` per cell.
     #[default]
     Distortion,
-    /// The sum of the cells' NCP (seed 001, Table 2-13).
+    /// The sum of the cells' NCP (the SBC thesis, Table 2-13).
     Ncp,
     /// Sweeney's precision loss: the sum of `level / height` over cells
-    /// (seed 002), i.e. `(1 - precision) * n * m`.
+    /// (the HeuristicMin paper), i.e. `(1 - precision) * n * m`.
     Precision,
     /// The discernibility metric `DM = sum |E|^2 + |D| * suppressed rows`.
     Discernibility,

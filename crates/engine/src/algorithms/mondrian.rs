@@ -1,6 +1,6 @@
 //! Mondrian: top-down multidimensional partitioning (LeFevre, DeWitt,
 //! Ramakrishnan, "Mondrian multidimensional k-anonymity", ICDE 2006), the
-//! baseline of seed 001 (section 2.4).
+//! baseline of the SBC thesis (section 2.4).
 //!
 //! A region (initially the whole table) is cut into parts on one QI:
 //! ordered QIs (numeric, or categorical without a hierarchy, in value order)

@@ -1,5 +1,5 @@
 //! SBC: similarity-based clustering for k-anonymity without hierarchies
-//! (the SBC thesis, seed 001, chapter 3, Figure 3-6; `SPEC.md` section 4).
+//! (the SBC thesis, the SBC thesis, chapter 3, Figure 3-6; `docs/SPEC.md` section 4).
 //!
 //! The bottom-up greedy algorithm of Figure 3-6:
 //!

@@ -1,5 +1,5 @@
-//! Weighted hierarchical distance and distortion (KACA, seed 000, Def. 5-8),
-//! and the attribute-weighted distortion of seed 003.
+//! Weighted hierarchical distance and distortion (KACA, the KACA paper, Def. 5-8),
+//! and the attribute-weighted distortion of Han et al. 2014.
 //!
 //! The paper numbers levels 1 (root) .. h (leaves); code levels count up from
 //! the leaves (0 = leaf, `height` = root), so paper level `p` is code level
@@ -26,7 +26,7 @@ pub enum Weights {
 }
 
 /// WHD between paper levels `p` (more specific) and `q` (more general) of a
-/// hierarchy with `h` paper levels (seed 000, Def. 5):
+/// hierarchy with `h` paper levels (the KACA paper, Def. 5):
 /// `sum_{j=q+1..p} w(j,j-1) / sum_{j=2..h} w(j,j-1)`.
 pub fn whd(weights: Weights, h: usize, p: usize, q: usize) -> f64 {
     if h < 2 || p <= q {
@@ -67,7 +67,7 @@ impl WhdTable {
 /// under the given weights: WHD for hierarchy cells; for flexible cells
 /// (no hierarchy) the covered share `(m-1)/(D-1)` for categorical and the
 /// width over the range for numeric columns (the flexible analogue of WHD;
-/// seed 001's NCP without the `m/D` jump); 1 for suppressed cells.
+/// the SBC thesis's NCP without the `m/D` jump); 1 for suppressed cells.
 pub fn cell_whd(col: &QiColumn, cell: &Cell, weights: Weights) -> f64 {
     match (cell, col.hierarchy()) {
         (Cell::Suppressed, _) => 1.0,
@@ -102,7 +102,7 @@ pub(crate) fn flexible_share(col: &QiColumn, cell: &Cell) -> f64 {
     (col.covered(cell).saturating_sub(1)) as f64 / (d - 1) as f64
 }
 
-/// Attribute-weighted distortion of one cell (seed 003):
+/// Attribute-weighted distortion of one cell (Han et al. 2014):
 /// `x_A * steps_A / L_A`, with `L_A` the number of levels including the
 /// leaves; flexible cells use `x_A * (m-1)/(D-1)`.
 pub fn cell_weighted_distortion(col: &QiColumn, cell: &Cell) -> f64 {
@@ -148,13 +148,13 @@ pub fn distortion_between(table: &QiTable, from: &[Cell], to: &[Cell], weights: 
         .sum()
 }
 
-/// Tuple distance (seed 000 Def. 7): `Distortion(t1,t12) + Distortion(t2,t12)`
+/// Tuple distance (the KACA paper Def. 7): `Distortion(t1,t12) + Distortion(t2,t12)`
 /// with `t12` the closest common generalisation.
 pub fn tuple_distance(table: &QiTable, a: &[Cell], b: &[Cell], weights: Weights) -> f64 {
     class_distance(table, a, 1, b, 1, weights)
 }
 
-/// Class distance (seed 000 Def. 8) for classes of `n1` and `n2` identical
+/// Class distance (the KACA paper Def. 8) for classes of `n1` and `n2` identical
 /// tuples: `n1*Distortion(t1,t12) + n2*Distortion(t2,t12)`.
 pub fn class_distance(
     table: &QiTable,

@@ -1,12 +1,12 @@
-//! Information loss of published cells: NCP (seed 001), granularity (ARX's
-//! loss), precision (Sweeney; seed 002) and the uncertainty loss of
-//! L-clustering (seed 004).
+//! Information loss of published cells: NCP (the SBC thesis), granularity (ARX's
+//! loss), precision (Sweeney; the HeuristicMin paper) and the uncertainty loss of
+//! L-clustering (the L-clustering paper).
 
 use crate::encode::QiColumn;
 use crate::generalise::Cell;
 use crate::metrics::distortion::{flexible_share, numeric_share};
 
-/// NCP of a cell (seed 001, Table 2-13): numeric `[lo,hi]` costs
+/// NCP of a cell (the SBC thesis, Table 2-13): numeric `[lo,hi]` costs
 /// `(hi-lo)/(max-min)`; categorical covering `m` of `D` values costs 0 when
 /// `m = 1`, else `m/D`; a suppressed cell costs 1.
 pub fn cell_ncp(col: &QiColumn, cell: &Cell) -> f64 {
@@ -37,7 +37,7 @@ pub fn cell_granularity(col: &QiColumn, cell: &Cell) -> f64 {
     (col.covered(cell).saturating_sub(1)) as f64 / (d - 1) as f64
 }
 
-/// The precision loss `l/h` of a cell (seed 002): levels climbed over the
+/// The precision loss `l/h` of a cell (the HeuristicMin paper): levels climbed over the
 /// hierarchy height; flexible cells use their covered share.
 pub fn cell_precision_loss(col: &QiColumn, cell: &Cell) -> f64 {
     match (cell, col.hierarchy()) {
@@ -48,7 +48,7 @@ pub fn cell_precision_loss(col: &QiColumn, cell: &Cell) -> f64 {
     }
 }
 
-/// The uncertainty loss `L(t[A], t*[A])` of L-clustering (seed 004, `SPEC.md`
+/// The uncertainty loss `L(t[A], t*[A])` of L-clustering (the L-clustering paper, `docs/SPEC.md`
 /// section 3) for one cell, times the attribute's weight (`p_i` or `q_j`):
 /// an ordered (numeric) cell costs its interval width over the attribute's
 /// range, an unordered one `(|set|-1)/(|domain|-1)` with the set the

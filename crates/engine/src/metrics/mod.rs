@@ -1,4 +1,4 @@
-//! Metrics of a release (`SPEC.md` section 3), all computed from the encoded
+//! Metrics of a release (`docs/SPEC.md` section 3), all computed from the encoded
 //! table and the partition: information loss (WHD distortion, NCP,
 //! granularity, precision, discernibility, AECS, modification rate, O/I,
 //! L-clustering's uncertainty loss) and risk (smallest class, rows in classes
@@ -66,7 +66,7 @@ pub struct Report {
     pub distortion_height: f64,
     /// Distortion ratio with height weights.
     pub distortion_ratio_height: f64,
-    /// Attribute-weighted distortion (seed 003), sum over rows.
+    /// Attribute-weighted distortion (Han et al. 2014), sum over rows.
     pub weighted_distortion: f64,
     /// Discernibility metric `DM`.
     pub discernibility: f64,
@@ -80,7 +80,7 @@ pub struct Report {
     pub oi_ratio: f64,
     /// Per-QI loss.
     pub attributes: Vec<AttributeLoss>,
-    /// L-clustering's uncertainty loss `L(D, D*)` (seed 004): the sum over
+    /// L-clustering's uncertainty loss `L(D, D*)` (the L-clustering paper): the sum over
     /// rows of `L(t, t*)`, each cell weighted by its attribute's `weight`;
     /// a suppressed row costs the sum of the weights.
     pub uncertainty_loss: f64,

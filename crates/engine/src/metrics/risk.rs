@@ -9,7 +9,7 @@
 //! Distinct l-diversity (Machanavajjhala et al. 2007) is the smallest number
 //! of distinct sensitive values in a class.
 //!
-//! NCP (Xu et al. 2006; seed 001) is read back from the labels: a label that
+//! NCP (Xu et al. 2006; the SBC thesis) is read back from the labels: a label that
 //! is a node of the QI's hierarchy costs `m/D` (its `m` leaves of the
 //! hierarchy's `D`; 0 for a leaf), a numeric range `[a-b]` costs
 //! `(b-a)/(max-min)` over the column's observed bounds, a value set `{a,b}`

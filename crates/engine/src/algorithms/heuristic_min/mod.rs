@@ -1,11 +1,11 @@
 //! HeuristicMin: the generalised table with the most distinct rows that
 //! satisfies every anonymity requirement `<shield, k>` (Arca and Hewett,
-//! "Data privacy with heuristic anonymisation", 2023; seed 002 sections 3-5,
-//! Fig. 2; `SPEC.md` sections 1 and 4, worked examples 6 and 7).
+//! "Data privacy with heuristic anonymisation", 2023; the HeuristicMin paper sections 3-5,
+//! Fig. 2; `docs/SPEC.md` sections 1 and 4, worked examples 6 and 7).
 //!
 //! **States** are attribute-wise generalisations (`problem`): per shield
 //! attribute a cut of its hierarchy. A lift of a shown value replaces it
-//! *and its siblings* by their parent, in every row (seed 002 section 3.2).
+//! *and its siblings* by their parent, in every row (the HeuristicMin paper section 3.2).
 //! States are hashed by their cut, so identical states are expanded once.
 //!
 //! **The paper's search** (`search`): children come from the violating
@@ -77,7 +77,7 @@ use search::{Counters, PaperSearch};
 #[serde(rename_all = "kebab-case")]
 pub enum Successors {
     /// One child per attribute lifting every value of every violating row
-    /// (seed 002 Fig. 2); may miss the optimum, which the proof then finds.
+    /// (the HeuristicMin paper Fig. 2); may miss the optimum, which the proof then finds.
     #[default]
     Attribute,
     /// One child per attribute of a violated shield and lifted parent:

@@ -3,7 +3,7 @@
 //! working columns, the packing of a row into 64-bit words, the hashed set of
 //! states, and the release of the answer.
 //!
-//! A *state* is an attribute-wise generalisation (seed 002 section 3.2): per
+//! A *state* is an attribute-wise generalisation (the HeuristicMin paper section 3.2): per
 //! shield attribute the set of internal hierarchy nodes whose leaves are
 //! shown at that node or above ("collapsed" nodes, closed under
 //! descendants), stored as one bitset over the internal nodes of all shield
@@ -444,7 +444,7 @@ pub(super) struct Found {
 
 impl Found {
     /// More rows, then fewer generalisation steps; the earlier found wins
-    /// ties (seed 002 section 4.2).
+    /// ties (the HeuristicMin paper section 4.2).
     pub fn beats(&self, other: Option<&Found>) -> bool {
         other.is_none_or(|o| {
             (self.rows, std::cmp::Reverse(self.steps)) > (o.rows, std::cmp::Reverse(o.steps))

@@ -1,4 +1,4 @@
-//! The paper's best-first search (seed 002 Fig. 2) over attribute-wise
+//! The paper's best-first search (the HeuristicMin paper Fig. 2) over attribute-wise
 //! states.
 //!
 //! An expanded state's classes (distinct generalised rows with record
@@ -95,7 +95,7 @@ struct Lift {
     to: Vec<u32>,
 }
 
-/// Open states ordered as the paper selects them (seed 002 Fig. 2 line 6):
+/// Open states ordered as the paper selects them (the HeuristicMin paper Fig. 2 line 6):
 /// most rows, then fewest violating rows, then fewest steps, then the first
 /// generated.
 #[derive(Debug, PartialEq, Eq)]
@@ -273,7 +273,7 @@ impl<'p, const N: usize> PaperSearch<'p, N> {
                         }
                     }
                 }
-                // Every shield attribute (seed 002 Fig. 2 line 7).
+                // Every shield attribute (the HeuristicMin paper Fig. 2 line 7).
                 Successors::Attribute => attrs.iter_mut().for_each(|x| *x = true),
             }
             for (a, attr) in p.attrs.iter().enumerate() {
@@ -486,7 +486,7 @@ impl<'p, const N: usize> PaperSearch<'p, N> {
         while let Some(top) = open.pop() {
             let best_rows = best.as_ref().map(|b| b.rows);
             if best_rows.is_some_and(|b| top.rows <= b) {
-                // Seed 002 Fig. 2 line 12: no open state is larger.
+                // The HeuristicMin paper Fig. 2 line 12: no open state is larger.
                 self.counters.nodes_pruned += 1 + open.len() as u64;
                 open.clear();
                 break;
@@ -551,7 +551,7 @@ impl<'p, const N: usize> PaperSearch<'p, N> {
 }
 
 /// The (violating, rows) pairs of the root's children, in generation order
-/// (seed 002 Fig. 5 labels states `(n, m)`).
+/// (the HeuristicMin paper Fig. 5 labels states `(n, m)`).
 #[cfg(test)]
 pub(super) fn root_children<const N: usize>(
     p: &Problem<'_>,

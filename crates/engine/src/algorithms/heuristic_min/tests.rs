@@ -65,7 +65,7 @@ fn children(spec: &JobSpec, t: &QiTable, successors: Successors) -> Vec<(u32, u3
     root_children::<1>(&p, &params)
 }
 
-/// SPEC worked example 6 (seed 002 Fig. 4-5): the root (3,7) has the
+/// SPEC worked example 6 (the HeuristicMin paper Fig. 4-5): the root (3,7) has the
 /// children (0,4) on Edu, (2,6) on Sex and (3,7) on Hrs.
 #[test]
 fn example_6_root_children() {
@@ -101,7 +101,7 @@ fn example_6_root_children() {
     );
 }
 
-/// SPEC worked example 7 (seed 002 Fig. 18): generalising App gives (0,7),
+/// SPEC worked example 7 (the HeuristicMin paper Fig. 18): generalising App gives (0,7),
 /// Sex gives (0,8).
 #[test]
 fn example_7_root_children() {

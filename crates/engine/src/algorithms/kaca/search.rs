@@ -2,7 +2,7 @@
 //!
 //! The live classes sit in a trie keyed by their generalised cells: one
 //! level per hierarchy level of each indexed QI, coarse to fine, the most
-//! costly QIs first. The class distance (seed 000 Def. 10) is a sum of
+//! costly QIs first. The class distance (the KACA paper Def. 10) is a sum of
 //! non-negative per-attribute terms, so a trie node's partial sum, times the
 //! smallest class size below it, bounds the distance of every class below:
 //! a depth-first search from the cheapest child prunes every subtree whose
