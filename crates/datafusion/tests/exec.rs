@@ -159,3 +159,70 @@ fn find(plan: &Arc<dyn ExecutionPlan>) -> Option<&AnonymizeExec> {
     }
     plan.children().into_iter().find_map(find)
 }
+
+/// Publishes the whole table as one class (a test algorithm).
+#[derive(Debug)]
+struct OneClass;
+
+impl kanon_engine::algorithms::Algorithm for OneClass {
+    fn name(&self) -> &'static str {
+        "one-class"
+    }
+    fn run(
+        &self,
+        ctx: &kanon_engine::algorithms::Context<'_>,
+    ) -> kanon_engine::Result<kanon_engine::algorithms::Outcome> {
+        Ok(kanon_engine::algorithms::Outcome {
+            partition: kanon_engine::partition::Partition::tightest(
+                ctx.table,
+                vec![0; ctx.table.n_rows()],
+            ),
+            details: serde_json::Value::Null,
+        })
+    }
+}
+
+/// An algorithm defined here and registered through the engine's public
+/// API is what `anonymize(..., algorithm => 'one-class')` runs, verified as
+/// every built-in one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_algorithm_runs_in_sql() {
+    use kanon_engine::algorithms::registry::{register, Capabilities, Registration};
+    register(Registration {
+        name: "one-class",
+        summary: "every row in one class (a test)",
+        capabilities: Capabilities::NONE,
+        build: |_| Ok(Box::new(OneClass)),
+    })
+    .unwrap();
+    let ctx = session(1, None).await;
+    let sql = format!(
+        "SELECT age, count(*) AS n FROM anonymize('adult', config => '{}', algorithm => 'one-class') GROUP BY age",
+        config()
+    );
+    let out = release(&ctx, &sql).await;
+    let out = arrow::compute::concat_batches(&out[0].schema(), &out).unwrap();
+    assert_eq!(out.num_rows(), 1, "one class, one age label");
+    let n = out
+        .column_by_name("n")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow::array::Int64Array>()
+        .unwrap()
+        .value(0);
+    assert_eq!(n, 30_162);
+    // It has no l-diversity capability: a job with l is refused.
+    let sql = format!(
+        "SELECT count(*) FROM anonymize('adult', 'config = \"{}\", algorithm = \"one-class\", privacy.l = 2')",
+        config()
+    );
+    let err = ctx
+        .sql(&sql)
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not honour l-diversity"), "{err}");
+}

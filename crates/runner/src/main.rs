@@ -69,7 +69,9 @@ pub struct JobArgs {
     /// Override `privacy.k`.
     #[arg(long)]
     pub k: Option<usize>,
-    /// Override `algorithm.name` (mondrian, ...).
+    /// Override `algorithm.name`: mondrian, datafly, incognito, sbc,
+    /// heuristic-min, kaca or l-clustering (tested against the engine's
+    /// registry).
     #[arg(long)]
     pub algorithm: Option<String>,
     /// Override `algorithm.seed`.

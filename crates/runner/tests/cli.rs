@@ -1039,3 +1039,33 @@ fn readme_sample_output_is_a_real_run() {
         "README sample vs a real run:\n{real}"
     );
 }
+
+/// The README's algorithm table, the job template and `--help` name exactly
+/// the algorithms of the engine's registry.
+#[test]
+fn docs_and_help_list_the_registered_algorithms() {
+    let mut registered = kanon_engine::algorithms::registry::names();
+    registered.sort_unstable();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let table = readme
+        .split_once("| name | recoding | hierarchies | paper |")
+        .expect("the README's algorithm table")
+        .1;
+    let mut in_readme: Vec<&str> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with("| `"))
+        .map(|l| l.split('`').nth(1).unwrap())
+        .collect();
+    in_readme.sort_unstable();
+    assert_eq!(in_readme, registered, "README algorithm table");
+    let template = std::fs::read_to_string(root().join("configs/template.toml")).unwrap();
+    let help = stdout(&run(kanon().args(["anonymize", "--help"])));
+    for name in &registered {
+        assert!(
+            template.contains(name),
+            "configs/template.toml lacks {name}"
+        );
+        assert!(help.contains(name), "kanon anonymize --help lacks {name}");
+    }
+}

@@ -574,7 +574,7 @@ fn the_same_rows_in_another_input_order_give_the_same_release() {
     });
     let release = |input: &std::path::Path, name: &str| {
         let out = dir.path().join(name);
-        let o = run(&mut anonymize_cmd(&job, &input, &out));
+        let o = run(&mut anonymize_cmd(&job, input, &out));
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
         out
     };

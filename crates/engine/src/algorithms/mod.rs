@@ -1,4 +1,5 @@
-//! The anonymisation algorithms, behind one trait and a registry by name.
+//! The anonymisation algorithms, behind one trait and a registry by name
+//! ([`registry`]: name, summary, capabilities, builder).
 //!
 //! Every algorithm reads the encoded table and its classes and returns a
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
@@ -11,6 +12,7 @@ pub mod l_clustering;
 pub(crate) mod lattice;
 pub mod mondrian;
 pub mod partitioned;
+pub mod registry;
 pub mod sbc;
 
 use serde::Serialize;
@@ -59,52 +61,39 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome>;
 }
 
-/// Names of the registered algorithms.
-pub const NAMES: &[&str] = &[
-    "mondrian",
-    "datafly",
-    "incognito",
-    "sbc",
-    "heuristic-min",
-    "kaca",
-    "l-clustering",
-];
-
-/// The algorithm a job names, with its parameters parsed; run block by
-/// block as [`partitioned::wrap`] decides.
+/// The algorithm a job names ([`registry`]), with its parameters parsed,
+/// after checking that it honours the job ([`registry::Capabilities`]);
+/// run block by block as [`partitioned::wrap`] decides.
 ///
 /// # Errors
-/// [`Error::Spec`] for an unknown name or bad parameters.
+/// [`Error::Spec`] for an unknown name, bad parameters, or a job the
+/// algorithm does not honour (l-diversity without the capability).
 pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
-    match partitioned::wrap(spec)? {
+    let registration = registry::lookup(&spec.algorithm.name)?;
+    if spec.privacy.l.is_some() && !registration.capabilities.l_diversity {
+        let with_l: Vec<&str> = registry::all()
+            .iter()
+            .filter(|r| r.capabilities.l_diversity)
+            .map(|r| r.name)
+            .collect();
+        return Err(Error::spec(
+            "privacy.l",
+            format!(
+                "`{}` does not honour l-diversity; remove `l` or choose one of: {}",
+                registration.name,
+                with_l.join(", ")
+            ),
+        ));
+    }
+    match partitioned::wrap(spec, registration.capabilities)? {
         Some(blockwise) => Ok(blockwise),
-        None => whole_table(spec),
+        None => (registration.build)(&spec.algorithm),
     }
 }
 
 /// The algorithm a job names, run on whatever table it is given.
 pub(crate) fn whole_table(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
-    let a = &spec.algorithm;
-    match a.name.as_str() {
-        "mondrian" => Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
-        "datafly" => Ok(Box::new(datafly::Datafly::from_params(a.params()?))),
-        "incognito" => Ok(Box::new(incognito::Incognito::from_params(a.params()?))),
-        "sbc" => Ok(Box::new(sbc::Sbc::from_params(a.params()?))),
-        "heuristic-min" => Ok(Box::new(heuristic_min::HeuristicMin::from_params(
-            a.params()?,
-        )?)),
-        "kaca" => Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
-        "l-clustering" => Ok(Box::new(l_clustering::LClustering::from_params(
-            a.params()?,
-        ))),
-        other => Err(Error::spec(
-            "algorithm.name",
-            format!(
-                "unknown algorithm `{other}`; choose one of: {}",
-                NAMES.join(", ")
-            ),
-        )),
-    }
+    (registry::lookup(&spec.algorithm.name)?.build)(&spec.algorithm)
 }
 
 /// Serialises algorithm details, mapping failure to an internal error.

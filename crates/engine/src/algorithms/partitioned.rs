@@ -48,6 +48,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::algorithms::registry::Capabilities;
 use crate::algorithms::{details, whole_table, Algorithm, Context, Outcome};
 use crate::codes::with_codes;
 use crate::encode::{EquivalenceClasses, QiTable};
@@ -78,11 +79,6 @@ pub enum BlockCut {
     Widest,
 }
 
-/// Algorithms that publish one generalisation level for the whole table:
-/// running them block by block would change what they are, so they refuse
-/// `block_size`.
-pub const GLOBAL_RECODING: &[&str] = &["datafly", "incognito", "heuristic-min"];
-
 /// Rows per block when a job does not set [`BLOCK_SIZE`]. Chosen by
 /// measurement (RESULTS.md, "Cost of partitioning"): on Adult at k = 10,
 /// Mondrian, SBC, KACA and L-clustering in blocks of this size stay within
@@ -108,10 +104,11 @@ pub const AUTO_PARTITION_ROWS: usize = 100_000;
 /// [`Error::Spec`] for a block size that is not a whole number, for a
 /// global-recoding algorithm with a block size, or whatever building the
 /// inner algorithm reports.
-pub fn wrap(spec: &JobSpec) -> Result<Option<Box<dyn Algorithm>>> {
+pub fn wrap(spec: &JobSpec, capabilities: Capabilities) -> Result<Option<Box<dyn Algorithm>>> {
     let name = spec.algorithm.name.as_str();
+    let block_wise = capabilities.block_wise;
     let block_size = match spec.algorithm.params.get(BLOCK_SIZE) {
-        None if GLOBAL_RECODING.contains(&name) => return Ok(None),
+        None if !block_wise => return Ok(None),
         None => None,
         Some(value) => Some(
             value
@@ -125,11 +122,11 @@ pub fn wrap(spec: &JobSpec) -> Result<Option<Box<dyn Algorithm>>> {
                 })?,
         ),
     };
-    if block_size.is_some_and(|b| b > 0) && GLOBAL_RECODING.contains(&name) {
+    if block_size.is_some_and(|b| b > 0) && !block_wise {
         return Err(Error::spec(
             "algorithm.block_size",
             format!(
-                "`{name}` is a global-recoding algorithm (one generalisation level for the whole table) and cannot run block by block; remove `block_size` or choose a local-recoding algorithm such as mondrian"
+                "`{name}` does not run block by block (a global-recoding algorithm publishes one generalisation level for the whole table); remove `block_size` or choose a local-recoding algorithm such as mondrian"
             ),
         ));
     }
@@ -917,7 +914,12 @@ mod tests {
         assert!(out.details["partitioned"]["blocks"].as_u64().unwrap() >= 3);
         // Global recoding without block_size is not wrapped; 0 is accepted
         // (this table lacks the hierarchies Incognito needs: its own error).
-        assert!(wrap(&with(&spec, "incognito", None)).unwrap().is_none());
+        let incognito = crate::algorithms::registry::get("incognito")
+            .unwrap()
+            .capabilities;
+        assert!(wrap(&with(&spec, "incognito", None), incognito)
+            .unwrap()
+            .is_none());
         let err = run(&with(&spec, "incognito", Some(0)), &table, &privacy)
             .unwrap_err()
             .to_string();

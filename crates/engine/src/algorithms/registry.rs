@@ -1,0 +1,224 @@
+//! The algorithm registry: every algorithm kanon can run, built in or added
+//! by a library user ([`register`]), with its name, a one-line summary, its
+//! [`Capabilities`] and how to build it from the job's parameters, declared
+//! in one place. Jobs name algorithms (`[algorithm] name = "..."`); the
+//! release path looks them up here, and checks their capabilities before
+//! any work, so an algorithm never meets a job it does not honour.
+
+use std::sync::RwLock;
+
+use crate::algorithms::{
+    datafly, heuristic_min, incognito, kaca, l_clustering, mondrian, sbc, Algorithm,
+};
+use crate::error::{Error, Result};
+use crate::spec::AlgorithmSpec;
+
+/// What an algorithm can do. The defaults are the conservative ones: an
+/// algorithm that does not declare a capability is never asked to use it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Local recoding that may run block by block (`block_size`, and by
+    /// default on large tables); global recoding publishes one
+    /// generalisation for the whole table and must see all of it.
+    pub block_wise: bool,
+    /// Honours l-diversity (`privacy.l`); jobs with `l` are refused
+    /// otherwise.
+    pub l_diversity: bool,
+}
+
+impl Capabilities {
+    /// No capability: whole-table runs only, no l-diversity.
+    pub const NONE: Capabilities = Capabilities {
+        block_wise: false,
+        l_diversity: false,
+    };
+
+    /// With [`Capabilities::block_wise`] set as given.
+    pub const fn block_wise(self, yes: bool) -> Self {
+        Capabilities {
+            block_wise: yes,
+            ..self
+        }
+    }
+
+    /// With [`Capabilities::l_diversity`] set as given.
+    pub const fn l_diversity(self, yes: bool) -> Self {
+        Capabilities {
+            l_diversity: yes,
+            ..self
+        }
+    }
+}
+
+/// Builds an algorithm from the job's `[algorithm]` section (its
+/// parameters), or says which parameter is wrong ([`Error::Spec`]).
+pub type Build = fn(&AlgorithmSpec) -> Result<Box<dyn Algorithm>>;
+
+/// One registered algorithm.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration {
+    /// The name jobs use (`[algorithm] name`), lower case with hyphens.
+    pub name: &'static str,
+    /// One line for help texts and tables.
+    pub summary: &'static str,
+    /// What it can do.
+    pub capabilities: Capabilities,
+    /// How to build it.
+    pub build: Build,
+}
+
+const LOCAL: Capabilities = Capabilities::NONE.block_wise(true).l_diversity(true);
+const GLOBAL: Capabilities = Capabilities::NONE;
+
+/// The algorithms kanon ships with, in the order help texts list them.
+const BUILT_IN: &[Registration] = &[
+    Registration {
+        name: "mondrian",
+        summary: "local recoding by top-down median cuts (LeFevre et al., ICDE 2006)",
+        capabilities: LOCAL,
+        build: |a| Ok(Box::new(mondrian::Mondrian::from_params(a.params()?))),
+    },
+    Registration {
+        name: "datafly",
+        summary: "global recoding, greedy, one level per QI (Sweeney 2002)",
+        capabilities: GLOBAL.l_diversity(true),
+        build: |a| Ok(Box::new(datafly::Datafly::from_params(a.params()?))),
+    },
+    Registration {
+        name: "incognito",
+        summary: "global recoding, optimal over the full-domain lattice (LeFevre et al., SIGMOD 2005)",
+        capabilities: GLOBAL.l_diversity(true),
+        build: |a| Ok(Box::new(incognito::Incognito::from_params(a.params()?))),
+    },
+    Registration {
+        name: "sbc",
+        summary: "local recoding by similarity-based clustering, ranges and value sets (the SBC thesis)",
+        capabilities: LOCAL,
+        build: |a| Ok(Box::new(sbc::Sbc::from_params(a.params()?))),
+    },
+    Registration {
+        name: "heuristic-min",
+        summary: "attribute-wise recoding, best-first, several <shield, k> requirements (Arca, Hewett 2023)",
+        capabilities: GLOBAL,
+        build: |a| Ok(Box::new(heuristic_min::HeuristicMin::from_params(a.params()?)?)),
+    },
+    Registration {
+        name: "kaca",
+        summary: "local recoding by greedy merges of classes by weighted hierarchical distance (Li et al. 2006)",
+        capabilities: LOCAL,
+        build: |a| Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
+    },
+    Registration {
+        name: "l-clustering",
+        summary: "local recoding by clusters grown to l distinct sensitive values (the L-clustering paper)",
+        capabilities: LOCAL,
+        build: |a| Ok(Box::new(l_clustering::LClustering::from_params(a.params()?))),
+    },
+];
+
+/// Algorithms registered at run time, after the built-in ones.
+static REGISTERED: RwLock<Vec<Registration>> = RwLock::new(Vec::new());
+
+/// Adds an algorithm for every job of this process (the CLI's, SQL's,
+/// a library user's).
+///
+/// # Errors
+/// [`Error::Spec`] when the name is empty, not lower case with hyphens, or
+/// taken.
+pub fn register(registration: Registration) -> Result<()> {
+    let name = registration.name;
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(Error::spec(
+            "algorithm.name",
+            format!("cannot register `{name}`: an algorithm's name is lower case letters, digits and hyphens"),
+        ));
+    }
+    let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    if BUILT_IN
+        .iter()
+        .chain(registered.iter())
+        .any(|r| r.name == name)
+    {
+        return Err(Error::spec(
+            "algorithm.name",
+            format!("cannot register `{name}`: an algorithm of that name exists"),
+        ));
+    }
+    registered.push(registration);
+    Ok(())
+}
+
+/// Every registered algorithm: the built-in ones, then those added by
+/// [`register`].
+pub fn all() -> Vec<Registration> {
+    let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    BUILT_IN.iter().chain(registered.iter()).copied().collect()
+}
+
+/// The algorithm of that name.
+pub fn get(name: &str) -> Option<Registration> {
+    all().into_iter().find(|r| r.name == name)
+}
+
+/// The names of every registered algorithm.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|r| r.name).collect()
+}
+
+/// The algorithm of that name, or an error listing the registered ones.
+///
+/// # Errors
+/// [`Error::Spec`] naming `algorithm.name`.
+pub fn lookup(name: &str) -> Result<Registration> {
+    get(name).ok_or_else(|| {
+        Error::spec(
+            "algorithm.name",
+            format!(
+                "unknown algorithm `{name}`; choose one of: {}",
+                names().join(", ")
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_names_are_unique_and_valid() {
+        let names = names();
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[..i].contains(n), "{n} twice");
+        }
+        assert_eq!(names.len(), 7);
+        let err = register(Registration {
+            name: "mondrian",
+            ..BUILT_IN[0]
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("exists"), "{err}");
+        let err = register(Registration {
+            name: "Bad Name",
+            ..BUILT_IN[0]
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("lower case"), "{err}");
+    }
+
+    #[test]
+    fn capabilities_default_to_none() {
+        assert_eq!(Capabilities::default(), Capabilities::NONE);
+        let hmin = get("heuristic-min").unwrap().capabilities;
+        assert!(!hmin.block_wise && !hmin.l_diversity);
+        assert!(!get("incognito").unwrap().capabilities.block_wise);
+        assert!(get("mondrian").unwrap().capabilities.block_wise);
+    }
+}
