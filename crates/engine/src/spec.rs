@@ -437,6 +437,26 @@ impl AlgorithmSpec {
 }
 
 impl JobSpec {
+    /// The job as a reader of its release sees it: only the QI and
+    /// sensitive columns, each read as plain categorical labels (no
+    /// hierarchy, intervals or masking), so a class is rows with equal
+    /// published labels. The release verifier and the risk of a release
+    /// read it this way.
+    pub fn labels_only(&self) -> JobSpec {
+        let mut labels = self.clone();
+        labels
+            .attributes
+            .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
+        for a in &mut labels.attributes {
+            a.kind = Some(Kind::Categorical);
+            a.hierarchy = None;
+            a.intervals = None;
+            a.cuts = None;
+            a.masking = false;
+        }
+        labels
+    }
+
     /// Checks the parts of the spec that need no data: roles, k, limits.
     ///
     /// # Errors

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::generalise::Cell;
 use crate::partition::{Partition, SUPPRESSED};
 use crate::privacy::{ClassView, Privacy, Requirement};
-use crate::spec::{JobSpec, Kind, Role};
+use crate::spec::JobSpec;
 
 /// What verification found for one anonymity requirement `<shield, k>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -262,19 +262,8 @@ impl ReleaseVerifier {
     /// # Errors
     /// [`Error::Data`] when a QI or sensitive column is missing.
     pub fn try_new(spec: &JobSpec, schema: &arrow::datatypes::Schema) -> Result<Self> {
-        let mut labels_only = spec.clone();
-        labels_only
-            .attributes
-            .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
-        for a in &mut labels_only.attributes {
-            a.kind = Some(Kind::Categorical);
-            a.hierarchy = None;
-            a.intervals = None;
-            a.cuts = None;
-            a.masking = false;
-        }
         Ok(ReleaseVerifier {
-            encoder: Encoder::try_new(&labels_only, &FxHashMap::default(), schema)?,
+            encoder: Encoder::try_new(&spec.labels_only(), &FxHashMap::default(), schema)?,
         })
     }
 

@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::encode::{Encoder, EquivalenceClasses, QiColumn, QiTable};
 use crate::error::{Error, Result};
 use crate::hierarchy::{Hierarchy, Level};
-use crate::spec::{JobSpec, Kind, Role};
+use crate::spec::{JobSpec, Kind};
 
 /// Risk and loss of a table for the QIs of a job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -57,23 +57,6 @@ pub struct TableRisk {
     pub ncp: f64,
 }
 
-/// A copy of `spec` that reads every QI and sensitive column as plain
-/// categorical labels (as [`crate::verify::verify_release`] does).
-fn labels_only(spec: &JobSpec) -> JobSpec {
-    let mut labels = spec.clone();
-    labels
-        .attributes
-        .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
-    for a in &mut labels.attributes {
-        a.kind = Some(Kind::Categorical);
-        a.hierarchy = None;
-        a.intervals = None;
-        a.cuts = None;
-        a.masking = false;
-    }
-    labels
-}
-
 /// Computes the risk and loss of `batches` (all of `schema`) for the QIs and
 /// sensitive attributes of `spec`, with the job's k.
 ///
@@ -90,7 +73,7 @@ pub fn table_risk(
     schema: &Schema,
     batches: &[RecordBatch],
 ) -> Result<TableRisk> {
-    let labels = labels_only(spec);
+    let labels = spec.labels_only();
     let mut enc = Encoder::try_new(&labels, &FxHashMap::default(), schema)?;
     for b in batches {
         enc.push(b)?;
