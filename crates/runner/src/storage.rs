@@ -488,14 +488,16 @@ impl Storage {
                 return 0;
             }
         };
-        let cutoff = std::time::SystemTime::now()
+        // In milliseconds: whole seconds on both sides could call an object
+        // written 1.9 s ago 1 s old, or one written 0.1 s ago 1 s old.
+        let cutoff_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64)
-            - older_than.as_secs() as i64;
+            .map_or(0, |d| d.as_millis() as i64)
+            - older_than.as_millis() as i64;
         let mut removed = 0;
         for m in listed.objects {
             let stale = m.location.filename().is_some_and(|n| n.starts_with(prefix))
-                && m.last_modified.timestamp() < cutoff;
+                && m.last_modified.timestamp_millis() < cutoff_ms;
             if stale {
                 match self.block_on(store.delete(&m.location)) {
                     Ok(()) => {
