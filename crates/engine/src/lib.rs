@@ -18,6 +18,7 @@
 
 pub mod algorithms;
 pub mod cancel;
+pub mod classes;
 pub mod codes;
 pub mod columns;
 pub(crate) mod distance;

@@ -1,0 +1,152 @@
+//! Equivalence classes: the rows of a [`QiTable`] grouped by identical QI
+//! codes, with their sizes, tuples and rows. Algorithms start from them;
+//! verification and metrics group published rows the same way.
+
+use rustc_hash::FxHashMap;
+
+use crate::codes::with_codes;
+use crate::encode::QiTable;
+
+/// Identical QI tuples grouped into classes, with their sizes and rows.
+///
+/// Classes are numbered in order of their first row, so the numbering depends
+/// only on the input order.
+#[derive(Debug, Clone)]
+pub struct EquivalenceClasses {
+    n_qi: usize,
+    class_of_row: Vec<u32>,
+    tuples: Vec<u32>,
+    offsets: Vec<u32>,
+    rows: Vec<u32>,
+}
+
+/// Marks a row that belongs to no class (excluded by a null policy).
+pub const NO_CLASS: u32 = u32::MAX;
+
+/// Rows whose keys [`EquivalenceClasses::of_rows`] builds together: enough
+/// to amortise the match on each column's code width, small enough that the
+/// keys stay in the L1 cache (16 KiB of `u128`).
+const KEY_CHUNK: usize = 1024;
+
+impl EquivalenceClasses {
+    /// Groups the active rows of `table` by their QI codes.
+    pub fn of(table: &QiTable) -> Self {
+        let rows = table.active_rows();
+        Self::of_rows(table, &rows)
+    }
+
+    /// Groups the given rows of `table` by their QI codes.
+    ///
+    /// Rows are read in chunks of `KEY_CHUNK` (1024), column by column, so each
+    /// column's code width is matched once per chunk rather than per code;
+    /// a class's key is allocated once, when the class is found.
+    pub fn of_rows(table: &QiTable, rows: &[u32]) -> Self {
+        let n_qi = table.n_qi();
+        let columns = table.columns();
+        let bits: Vec<u32> = columns
+            .iter()
+            .map(|c| 32 - (c.domain_size().max(2) as u32 - 1).leading_zeros())
+            .collect();
+        let mut class_of_row = vec![NO_CLASS; table.n_rows()];
+        let mut tuples: Vec<u32> = Vec::new();
+        let mut sizes: Vec<u32> = Vec::new();
+        let mut assign = |r: u32, class: u32, fresh: bool| {
+            class_of_row[r as usize] = class;
+            if fresh {
+                tuples.extend(columns.iter().map(|c| c.codes().get(r as usize)));
+                sizes.push(0);
+            }
+            sizes[class as usize] += 1;
+        };
+        if bits.iter().sum::<u32>() <= 128 {
+            let mut map: FxHashMap<u128, u32> = FxHashMap::default();
+            let mut keys = vec![0u128; KEY_CHUNK.min(rows.len())];
+            for chunk in rows.chunks(KEY_CHUNK) {
+                let keys = &mut keys[..chunk.len()];
+                keys.fill(0);
+                for (col, &b) in columns.iter().zip(&bits) {
+                    with_codes!(col.codes(), |c| {
+                        for (key, &r) in keys.iter_mut().zip(chunk) {
+                            *key = (*key << b) | u128::from(u32::from(c[r as usize]));
+                        }
+                    });
+                }
+                for (&key, &r) in keys.iter().zip(chunk) {
+                    let next = map.len() as u32;
+                    let class = *map.entry(key).or_insert(next);
+                    assign(r, class, class == next);
+                }
+            }
+        } else {
+            let mut map: FxHashMap<Box<[u32]>, u32> = FxHashMap::default();
+            let mut keys = vec![0u32; KEY_CHUNK.min(rows.len()) * n_qi];
+            for chunk in rows.chunks(KEY_CHUNK) {
+                let keys = &mut keys[..chunk.len() * n_qi];
+                for (q, col) in columns.iter().enumerate() {
+                    with_codes!(col.codes(), |c| {
+                        for (i, &r) in chunk.iter().enumerate() {
+                            keys[i * n_qi + q] = u32::from(c[r as usize]);
+                        }
+                    });
+                }
+                for (key, &r) in keys.chunks_exact(n_qi).zip(chunk) {
+                    let (class, fresh) = match map.get(key) {
+                        Some(&class) => (class, false),
+                        None => {
+                            let class = map.len() as u32;
+                            map.insert(key.into(), class);
+                            (class, true)
+                        }
+                    };
+                    assign(r, class, fresh);
+                }
+            }
+        }
+        let mut offsets = Vec::with_capacity(sizes.len() + 1);
+        let mut acc = 0u32;
+        offsets.push(0);
+        for s in &sizes {
+            acc += s;
+            offsets.push(acc);
+        }
+        let mut fill = offsets.clone();
+        let mut members = vec![0u32; acc as usize];
+        for &r in rows {
+            let c = class_of_row[r as usize] as usize;
+            members[fill[c] as usize] = r;
+            fill[c] += 1;
+        }
+        EquivalenceClasses {
+            n_qi,
+            class_of_row,
+            tuples,
+            offsets,
+            rows: members,
+        }
+    }
+
+    /// Number of classes.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    /// Whether there are no classes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The class of every row ([`NO_CLASS`] for excluded rows).
+    pub fn class_of_row(&self) -> &[u32] {
+        &self.class_of_row
+    }
+    /// The QI codes of a class.
+    pub fn tuple(&self, class: usize) -> &[u32] {
+        &self.tuples[class * self.n_qi..(class + 1) * self.n_qi]
+    }
+    /// The rows of a class, ascending.
+    pub fn rows(&self, class: usize) -> &[u32] {
+        &self.rows[self.offsets[class] as usize..self.offsets[class + 1] as usize]
+    }
+    /// The size of a class.
+    pub fn size(&self, class: usize) -> usize {
+        (self.offsets[class + 1] - self.offsets[class]) as usize
+    }
+}

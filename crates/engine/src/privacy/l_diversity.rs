@@ -1,0 +1,381 @@
+//! The three l-diversity models of Machanavajjhala et al. ("l-Diversity:
+//! Privacy beyond k-anonymity", ICDE 2006; `docs/SPEC.md` section 1), each
+//! on one sensitive column, and the one way kanon counts a class's
+//! sensitive values ([`frequencies`]: missing values are not values).
+
+use crate::codes::{with_codes, Code};
+use crate::encode::{QiTable, SensitiveColumn};
+use crate::error::{Error, Result};
+
+use super::{ClassView, PrivacyModel};
+
+/// The sensitive column a model reads, found by name (so a model built from
+/// a job also checks a release encoded from labels alone). `None` when the
+/// table lacks it: models then accept nothing (fail closed).
+fn sensitive_column<'a>(table: &'a QiTable, name: &str) -> Option<&'a SensitiveColumn> {
+    table.sensitive().iter().find(|c| c.name() == name)
+}
+
+/// How many times each sensitive value occurs among `rows`: the non-zero
+/// counts, in no particular order. Missing values (NULL, NaN, `""` under
+/// `missing_sensitive = "ignore"`) are not values: they are left out. This
+/// is the one definition every l-diversity model, the verifiers, the
+/// metrics and `kanon_risk()` count with.
+pub(crate) fn frequencies(column: &SensitiveColumn, rows: &[u32]) -> Vec<u32> {
+    with_codes!(column.codes(), |codes| frequencies_of(column, codes, rows))
+}
+
+/// [`frequencies`] over codes of one width.
+fn frequencies_of<T: Code>(column: &SensitiveColumn, codes: &[T], rows: &[u32]) -> Vec<u32> {
+    let d = column.distinct();
+    let mut counts = if d <= 4096 || d <= 4 * rows.len() {
+        let mut counts = vec![0u32; d];
+        for &r in rows {
+            let c: u32 = codes[r as usize].into();
+            counts[c as usize] += 1;
+        }
+        if column.has_missing() {
+            for (c, n) in counts.iter_mut().enumerate() {
+                if column.is_missing(c as u32) {
+                    *n = 0;
+                }
+            }
+        }
+        counts
+    } else {
+        let mut values: Vec<T> = rows
+            .iter()
+            .map(|&r| codes[r as usize])
+            .filter(|&c| !column.is_missing(c.into()))
+            .collect();
+        values.sort_unstable();
+        values
+            .chunk_by(|a, b| a == b)
+            .map(|run| run.len() as u32)
+            .collect()
+    };
+    counts.retain(|&n| n > 0);
+    counts
+}
+
+/// Number of distinct values among `rows`, counting no further than `stop`.
+fn distinct_up_to(column: &SensitiveColumn, rows: &[u32], stop: usize) -> usize {
+    let d = column.distinct();
+    if d <= 4096 || d <= 4 * rows.len() {
+        let mut seen = vec![false; d];
+        let mut n = 0;
+        with_codes!(column.codes(), |codes| {
+            for &r in rows {
+                let c = u32::from(codes[r as usize]) as usize;
+                if !seen[c] && !column.is_missing(c as u32) {
+                    seen[c] = true;
+                    n += 1;
+                    if n >= stop {
+                        break;
+                    }
+                }
+            }
+        });
+        n
+    } else {
+        frequencies(column, rows).len()
+    }
+}
+
+/// Shannon entropy (natural logarithm) of a distribution given by counts.
+pub(crate) fn entropy(counts: &[u32]) -> f64 {
+    let n: f64 = counts.iter().map(|&c| c as f64).sum();
+    if n == 0.0 {
+        return 0.0;
+    }
+    -counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f64 / n;
+            p * p.ln()
+        })
+        .sum::<f64>()
+}
+
+/// Tolerance of the entropy comparison: a class of exactly l equally frequent
+/// values has entropy `ln l`, which floating point may compute a few ulps
+/// below.
+const ENTROPY_EPS: f64 = 1e-9;
+
+/// The counts of `rows` plus one occurrence of `row`'s value.
+fn with_row(column: &SensitiveColumn, rows: &[u32], row: u32) -> (Vec<u32>, Vec<u32>) {
+    let before = frequencies(column, rows);
+    let mut extended = rows.to_vec();
+    extended.push(row);
+    (before, frequencies(column, &extended))
+}
+
+fn unsatisfiable(column: &str, message: String) -> Error {
+    Error::Unsatisfiable(format!("sensitive column `{column}`: {message}"))
+}
+
+/// Distinct l-diversity (Machanavajjhala et al. 2006; the L-clustering paper's model):
+/// every class holds at least `l` distinct values of the sensitive column.
+///
+/// Monotone: a union of classes holds every value of each of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistinctLDiversity {
+    /// The sensitive column.
+    pub column: String,
+    /// Distinct values every class must hold.
+    pub l: usize,
+}
+
+impl PrivacyModel for DistinctLDiversity {
+    fn is_monotone(&self) -> bool {
+        true
+    }
+    fn describe(&self) -> String {
+        format!("distinct l-diversity (l = {}) on `{}`", self.l, self.column)
+    }
+    fn min_class_size(&self) -> usize {
+        self.l
+    }
+    fn accepts(&self, class: ClassView<'_>) -> bool {
+        let Some(col) = sensitive_column(class.table, &self.column) else {
+            return false;
+        };
+        class.rows.len() >= self.l && distinct_up_to(col, class.rows, self.l) >= self.l
+    }
+    /// A class holding an l-diverse class holds its l values: suppressing
+    /// the rest of a table never breaks an accepted class.
+    fn is_monotone_with_suppression(&self) -> bool {
+        true
+    }
+    fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        sensitive_column(class.table, &self.column).is_some_and(|col| {
+            with_codes!(col.codes(), |codes| {
+                let v = codes[row as usize];
+                !col.is_missing(v.into()) && !class.rows.iter().any(|&r| codes[r as usize] == v)
+            })
+        })
+    }
+    fn check_feasible(&self, table: &QiTable, active: usize, _max_suppressed: usize) -> Result<()> {
+        let col = sensitive_column(table, &self.column).ok_or_else(|| {
+            Error::data(
+                &self.column,
+                "is not an encoded sensitive column of the table",
+            )
+        })?;
+        // Suppression removes values, it never adds one: the whole table is
+        // the most diverse class there is.
+        let distinct = frequencies(col, &table.active_rows()).len();
+        if active > 0 && distinct < self.l {
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs at least {} distinct values in every class but the input has only {distinct} (missing values do not count unless `privacy.missing_sensitive = \"value\"`); lower l or choose another sensitive column",
+                    self.describe(),
+                    self.l
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Entropy l-diversity (Machanavajjhala et al. 2006, Def. 4.1): the entropy
+/// `-sum p(s) ln p(s)` of the sensitive values of every class is at least
+/// `ln l`.
+///
+/// Monotone: entropy is concave, so the entropy of a union is at least the
+/// smallest entropy of its parts. Adding arbitrary rows to an accepted class
+/// can break it, though (many copies of one value), so it is not monotone
+/// with suppression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntropyLDiversity {
+    /// The sensitive column.
+    pub column: String,
+    /// The class entropy must be at least `ln l`.
+    pub l: usize,
+}
+
+impl EntropyLDiversity {
+    fn accepts_counts(&self, counts: &[u32]) -> bool {
+        entropy(counts) >= (self.l as f64).ln() - ENTROPY_EPS
+    }
+}
+
+impl PrivacyModel for EntropyLDiversity {
+    fn is_monotone(&self) -> bool {
+        true
+    }
+    fn describe(&self) -> String {
+        format!("entropy l-diversity (l = {}) on `{}`", self.l, self.column)
+    }
+    fn min_class_size(&self) -> usize {
+        self.l
+    }
+    fn accepts(&self, class: ClassView<'_>) -> bool {
+        let Some(col) = sensitive_column(class.table, &self.column) else {
+            return false;
+        };
+        class.rows.len() >= self.l && self.accepts_counts(&frequencies(col, class.rows))
+    }
+    /// A row helps when it raises the class's entropy.
+    fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        sensitive_column(class.table, &self.column).is_some_and(|col| {
+            let (before, after) = with_row(col, class.rows, row);
+            entropy(&after) > entropy(&before) + ENTROPY_EPS
+        })
+    }
+    fn check_feasible(&self, table: &QiTable, active: usize, max_suppressed: usize) -> Result<()> {
+        let col = sensitive_column(table, &self.column).ok_or_else(|| {
+            Error::data(
+                &self.column,
+                "is not an encoded sensitive column of the table",
+            )
+        })?;
+        if active == 0 {
+            return Ok(());
+        }
+        let counts = frequencies(col, &table.active_rows());
+        if counts.len() < self.l {
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs at least {} distinct values in every class but the input has only {}; lower l or choose another sensitive column",
+                    self.describe(),
+                    self.l,
+                    counts.len()
+                ),
+            ));
+        }
+        // Without suppression every row is published, and the entropy of the
+        // whole table is at least the smallest entropy of its classes
+        // (concavity): the whole table must pass.
+        if max_suppressed == 0 && !self.accepts_counts(&counts) {
+            let top = counts.iter().copied().max().unwrap_or(0);
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs entropy >= ln {} = {:.4} in every class, but the whole input has entropy {:.4} (its most frequent value holds {:.1} % of the rows), so no partition can reach it; lower l, allow suppression, or choose another sensitive column",
+                    self.describe(),
+                    self.l,
+                    (self.l as f64).ln(),
+                    entropy(&counts),
+                    100.0 * top as f64 / active as f64
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Recursive (c,l)-diversity (Machanavajjhala et al. 2006, Def. 4.2): with
+/// the class's value counts sorted `r_1 >= r_2 >= ... >= r_m`, the class has
+/// `m >= l` values and `r_1 < c * (r_l + r_{l+1} + ... + r_m)`: the most
+/// frequent value is not too frequent.
+///
+/// Monotone (ibid., Theorem 4.2 on generalisation): merging two classes
+/// keeps the property; adding arbitrary rows does not (not monotone with
+/// suppression).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecursiveCLDiversity {
+    /// The sensitive column.
+    pub column: String,
+    /// The bound on the most frequent value.
+    pub c: f64,
+    /// Distinct values every class must hold.
+    pub l: usize,
+}
+
+impl RecursiveCLDiversity {
+    /// `c * (r_l + ... + r_m) - r_1`, positive when the class passes;
+    /// `None` with fewer than l values.
+    fn margin(&self, counts: &[u32]) -> Option<f64> {
+        if counts.len() < self.l || self.l == 0 {
+            return None;
+        }
+        let mut sorted = counts.to_vec();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        let tail: u64 = sorted[self.l - 1..].iter().map(|&c| c as u64).sum();
+        Some(self.c * tail as f64 - sorted[0] as f64)
+    }
+
+    fn accepts_counts(&self, counts: &[u32]) -> bool {
+        self.margin(counts).is_some_and(|m| m > 0.0)
+    }
+}
+
+impl PrivacyModel for RecursiveCLDiversity {
+    fn is_monotone(&self) -> bool {
+        true
+    }
+    fn describe(&self) -> String {
+        format!(
+            "recursive (c,l)-diversity (c = {}, l = {}) on `{}`",
+            self.c, self.l, self.column
+        )
+    }
+    fn min_class_size(&self) -> usize {
+        self.l
+    }
+    fn accepts(&self, class: ClassView<'_>) -> bool {
+        let Some(col) = sensitive_column(class.table, &self.column) else {
+            return false;
+        };
+        class.rows.len() >= self.l && self.accepts_counts(&frequencies(col, class.rows))
+    }
+    /// A row helps when it adds a value the class lacks while it has fewer
+    /// than l, or else widens the margin `c * (r_l + ...) - r_1`.
+    fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        sensitive_column(class.table, &self.column).is_some_and(|col| {
+            let (before, after) = with_row(col, class.rows, row);
+            if before.len() < self.l {
+                return after.len() > before.len();
+            }
+            match (self.margin(&before), self.margin(&after)) {
+                (Some(b), Some(a)) => a > b,
+                _ => false,
+            }
+        })
+    }
+    fn check_feasible(&self, table: &QiTable, active: usize, max_suppressed: usize) -> Result<()> {
+        let col = sensitive_column(table, &self.column).ok_or_else(|| {
+            Error::data(
+                &self.column,
+                "is not an encoded sensitive column of the table",
+            )
+        })?;
+        if active == 0 {
+            return Ok(());
+        }
+        let counts = frequencies(col, &table.active_rows());
+        if counts.len() < self.l {
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{} needs at least {} distinct values in every class but the input has only {}; lower l or choose another sensitive column",
+                    self.describe(),
+                    self.l,
+                    counts.len()
+                ),
+            ));
+        }
+        // Without suppression every row is published and the union of
+        // (c,l)-diverse classes is (c,l)-diverse: the whole table must pass.
+        if max_suppressed == 0 && !self.accepts_counts(&counts) {
+            let mut sorted = counts.clone();
+            sorted.sort_unstable_by(|a, b| b.cmp(a));
+            let tail: u64 = sorted[self.l - 1..].iter().map(|&c| c as u64).sum();
+            return Err(unsatisfiable(
+                &self.column,
+                format!(
+                    "{}: the most frequent value holds {} rows, not fewer than c = {} times the {tail} rows of the {}-th and rarer values, even over the whole input; raise c, lower l, or allow suppression",
+                    self.describe(),
+                    sorted[0],
+                    self.c,
+                    self.l
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
