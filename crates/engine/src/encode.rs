@@ -760,12 +760,24 @@ impl ColumnEncoder {
                 }
             }
             Dictionary::Leaves(h) => {
-                let strings =
-                    float_text(&self.spec.name, array)?.unwrap_or(cast(array, &DataType::Utf8)?);
-                for s in strings.as_string::<i32>().iter() {
+                // A float is looked up as the release prints it (`25`) and,
+                // failing that, as Arrow prints it (`25.0`): a hierarchy file
+                // may be written either way.
+                let printed = float_text(&self.spec.name, array)?;
+                let strings = cast(array, &DataType::Utf8)?;
+                for (i, s) in strings.as_string::<i32>().iter().enumerate() {
+                    let first = printed.as_ref().and_then(|p| {
+                        p.as_string::<i32>()
+                            .is_valid(i)
+                            .then(|| p.as_string::<i32>().value(i))
+                    });
                     match s {
                         None => out.push(NULL_CODE),
-                        Some(s) => match h.leaf(s).or_else(|| h.leaf(s.trim())) {
+                        Some(s) => match first
+                            .and_then(|f| h.leaf(f))
+                            .or_else(|| h.leaf(s))
+                            .or_else(|| h.leaf(s.trim()))
+                        {
                             Some(NodeId(c)) => out.push(c),
                             None => {
                                 self.missing += 1;

@@ -115,4 +115,18 @@ fn float_quasi_identifiers_work_with_hierarchy_files() {
     let col = &t.columns()[0];
     let published: Vec<&str> = (0..4).map(|r| col.label(col.codes().get(r))).collect();
     assert_eq!(published, ["1", "2.5", "40", "1"]);
+    // A hierarchy written as Arrow prints floats (`1.0`) matches too.
+    let arrow_text = kanon_engine::hierarchy::Hierarchy::from_csv(
+        "score.csv",
+        "1.0;low;*\n2.5;low;*\n40.0;high;*\n",
+        ';',
+    )
+    .unwrap();
+    hierarchies.insert("score.csv".to_string(), Arc::new(arrow_text));
+    let mut e = Encoder::try_new(&spec, &hierarchies, &batch.schema()).unwrap();
+    e.push(&batch).unwrap();
+    let t = e.finish().unwrap();
+    let col = &t.columns()[0];
+    let published: Vec<&str> = (0..4).map(|r| col.label(col.codes().get(r))).collect();
+    assert_eq!(published, ["1.0", "2.5", "40.0", "1.0"]);
 }
