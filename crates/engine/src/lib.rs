@@ -37,6 +37,7 @@ pub mod recode;
 pub mod release;
 pub(crate) mod similarity;
 pub mod spec;
+pub mod table;
 pub mod verify;
 
 pub use error::{Error, Result};

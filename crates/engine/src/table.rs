@@ -1,0 +1,299 @@
+//! The encoded working set of a job: [`QiTable`], one dense code per QI
+//! cell ([`QiColumn`], with its labels, values, hierarchy and statistics)
+//! and per sensitive value ([`SensitiveColumn`]). [`crate::encode`] builds
+//! it from record batches; algorithms, verification and metrics read it.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::datatypes::{DataType, Schema};
+use rustc_hash::FxHashMap;
+
+use crate::codes::Codes;
+use crate::encode::Encoder;
+use crate::error::Result;
+use crate::hierarchy::Hierarchy;
+use crate::spec::{JobSpec, Kind};
+
+/// One encoded quasi-identifier.
+#[derive(Debug, Clone)]
+pub struct QiColumn {
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+    pub(crate) weight: f64,
+    pub(crate) codes: Codes,
+    pub(crate) hierarchy: Option<Arc<Hierarchy>>,
+    /// Label of every code (the hierarchy's leaf labels, or the distinct values).
+    pub(crate) labels: Arc<[String]>,
+    /// Numeric value of every code (numeric QIs only), ascending with the code
+    /// for flexible and interval columns.
+    pub(crate) values: Option<Arc<[f64]>>,
+    /// Rows per code.
+    pub(crate) counts: Vec<u32>,
+    /// `observed_before[c]`: number of distinct observed codes below `c`.
+    pub(crate) observed_before: Vec<u32>,
+    pub(crate) distinct: usize,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+}
+
+impl QiColumn {
+    /// Column name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Numeric or categorical.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Weight of the attribute in weighted distances and losses.
+    pub fn weight(&self) -> f64 {
+        self.weight
+    }
+
+    /// The code of every row (rows excluded by a null policy hold code 0).
+    pub fn codes(&self) -> &Codes {
+        &self.codes
+    }
+
+    /// The hierarchy, when the column has one.
+    pub fn hierarchy(&self) -> Option<&Arc<Hierarchy>> {
+        self.hierarchy.as_ref()
+    }
+
+    /// Number of codes (hierarchy leaves, or distinct values).
+    pub fn domain_size(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The label of a code.
+    pub fn label(&self, code: u32) -> &str {
+        &self.labels[code as usize]
+    }
+
+    /// The numeric value of a code (numeric columns only).
+    pub fn value(&self, code: u32) -> Option<f64> {
+        self.values.as_ref().map(|v| v[code as usize])
+    }
+
+    /// Number of rows holding each code.
+    pub fn counts(&self) -> &[u32] {
+        &self.counts
+    }
+
+    /// Number of distinct values that occur in the data (`D` of NCP and
+    /// granularity).
+    pub fn distinct(&self) -> usize {
+        self.distinct
+    }
+
+    /// Smallest and largest value of a numeric column (0, 0 otherwise).
+    pub fn min_max(&self) -> (f64, f64) {
+        (self.min, self.max)
+    }
+
+    /// Number of distinct observed values among codes `lo..hi`.
+    pub fn observed_in(&self, lo: u32, hi: u32) -> usize {
+        let end = |c: u32| {
+            if (c as usize) < self.observed_before.len() {
+                self.observed_before[c as usize]
+            } else {
+                self.distinct as u32
+            }
+        };
+        (end(hi) - end(lo)) as usize
+    }
+
+    /// Whether code `c` occurs in the data.
+    pub fn is_observed(&self, c: u32) -> bool {
+        self.counts[c as usize] > 0
+    }
+}
+
+/// A sensitive attribute, encoded as dense codes of its distinct values.
+#[derive(Debug, Clone)]
+pub struct SensitiveColumn {
+    pub(crate) name: String,
+    pub(crate) codes: Codes,
+    pub(crate) labels: Arc<[String]>,
+    /// `missing[code]`: the code stands for a missing value (NULL, NaN,
+    /// `""`) that does not count toward l; empty under
+    /// `missing_sensitive = "value"`.
+    pub(crate) missing: Arc<[bool]>,
+}
+
+impl SensitiveColumn {
+    /// Column name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Code of every row.
+    pub fn codes(&self) -> &Codes {
+        &self.codes
+    }
+    /// Number of distinct values.
+    pub fn distinct(&self) -> usize {
+        self.labels.len()
+    }
+    /// Whether `code` is a missing value, left out of l-diversity
+    /// (`privacy.missing_sensitive = "ignore"`).
+    pub fn is_missing(&self, code: u32) -> bool {
+        self.missing.get(code as usize).copied().unwrap_or(false)
+    }
+    /// Whether any code is a missing value.
+    pub fn has_missing(&self) -> bool {
+        self.missing.iter().any(|&m| m)
+    }
+}
+
+/// The encoded working set of a job: QI codes and sensitive codes.
+#[derive(Debug, Clone)]
+pub struct QiTable {
+    pub(crate) columns: Vec<QiColumn>,
+    pub(crate) sensitive: Vec<SensitiveColumn>,
+    pub(crate) n_rows: usize,
+    /// Rows that must be suppressed whatever the algorithm does (null QIs
+    /// under `nulls = "suppress"`), ascending.
+    pub(crate) excluded: Vec<u32>,
+}
+
+impl QiTable {
+    /// The QI columns, in job order.
+    pub fn columns(&self) -> &[QiColumn] {
+        &self.columns
+    }
+    /// The sensitive columns, in job order.
+    pub fn sensitive(&self) -> &[SensitiveColumn] {
+        &self.sensitive
+    }
+    /// Number of input rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+    /// Number of QIs.
+    pub fn n_qi(&self) -> usize {
+        self.columns.len()
+    }
+    /// Rows excluded by a null policy (always suppressed).
+    pub fn excluded(&self) -> &[u32] {
+        &self.excluded
+    }
+    /// Rows the algorithms work on (all rows but the excluded ones).
+    pub fn active_rows(&self) -> Vec<u32> {
+        let mut ex = self.excluded.iter().peekable();
+        (0..self.n_rows as u32)
+            .filter(|r| {
+                if ex.peek() == Some(&r) {
+                    ex.next();
+                    false
+                } else {
+                    true
+                }
+            })
+            .collect()
+    }
+    /// The codes of one row, one per QI.
+    pub fn row(&self, row: u32) -> impl Iterator<Item = u32> + '_ {
+        self.columns.iter().map(move |c| c.codes.get(row as usize))
+    }
+
+    /// Heap bytes of the table's per-row data: the QI and sensitive codes
+    /// and the excluded rows, i.e. what grows with the number of rows
+    /// (per-code data such as labels, counts and hierarchies is left out).
+    /// The size of the working set that front ends report.
+    pub fn heap_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| c.codes.heap_bytes())
+            .chain(self.sensitive.iter().map(|s| s.codes.heap_bytes()))
+            .sum::<usize>()
+            + self.excluded.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// Builds a table directly from columns of values (tests, examples, and
+    /// library users who already hold plain vectors). Each entry is the column
+    /// spec and its values as strings; numeric columns must parse as numbers.
+    ///
+    /// # Errors
+    /// As [`Encoder`].
+    pub fn from_string_columns(
+        spec: &JobSpec,
+        hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
+        columns: &[(&str, Vec<&str>)],
+    ) -> Result<QiTable> {
+        use arrow::array::StringArray;
+        let fields: Vec<arrow::datatypes::Field> = columns
+            .iter()
+            .map(|(n, _)| arrow::datatypes::Field::new(*n, DataType::Utf8, false))
+            .collect();
+        let arrays: Vec<ArrayRef> = columns
+            .iter()
+            .map(|(_, v)| Arc::new(StringArray::from(v.clone())) as ArrayRef)
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
+        let mut enc = Encoder::try_new(spec, hierarchies, batch.schema().as_ref())?;
+        enc.push(&batch)?;
+        enc.finish()
+    }
+}
+
+impl QiTable {
+    /// The sub-table of `rows` (of this table), renumbered `0..rows.len()`
+    /// in the given order: what a block-wise run
+    /// ([`crate::algorithms::partitioned`]) hands to the algorithm of one
+    /// block.
+    ///
+    /// Each column keeps its codes' meaning (labels, values, hierarchy) and
+    /// the statistics of the whole table (distinct values, range, counts), so
+    /// the losses and distances an algorithm computes on the sub-table, and
+    /// the cells it publishes, are those of the whole table. Excluded rows
+    /// among `rows` stay excluded.
+    ///
+    /// # Panics
+    /// When a row is out of range.
+    pub fn restrict(&self, rows: &[u32]) -> QiTable {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| QiColumn {
+                name: c.name.clone(),
+                kind: c.kind,
+                weight: c.weight,
+                codes: c.codes.gather(rows),
+                hierarchy: c.hierarchy.clone(),
+                labels: c.labels.clone(),
+                values: c.values.clone(),
+                counts: c.counts.clone(),
+                observed_before: c.observed_before.clone(),
+                distinct: c.distinct,
+                min: c.min,
+                max: c.max,
+            })
+            .collect();
+        let sensitive = self
+            .sensitive
+            .iter()
+            .map(|s| SensitiveColumn {
+                name: s.name.clone(),
+                codes: s.codes.gather(rows),
+                labels: s.labels.clone(),
+                missing: s.missing.clone(),
+            })
+            .collect();
+        let excluded = if self.excluded.is_empty() {
+            Vec::new()
+        } else {
+            (0..rows.len() as u32)
+                .filter(|&i| self.excluded.binary_search(&rows[i as usize]).is_ok())
+                .collect()
+        };
+        QiTable {
+            columns,
+            sensitive,
+            n_rows: rows.len(),
+            excluded,
+        }
+    }
+}
