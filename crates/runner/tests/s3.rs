@@ -35,15 +35,7 @@ fn multi_file_dataset_from_a_bucket_to_a_verified_release_in_the_bucket() {
     let Some(m) = Moto::start() else { return };
     m.create_bucket("lake");
     let local = upload_adult(&m, "lake", "adult/");
-    let o = run(m.kanon().args([
-        "anonymize",
-        "-c",
-        "configs/adult.toml",
-        "-i",
-        "s3://lake/adult/",
-        "-o",
-        "s3://lake/releases/adult-k10.parquet",
-    ]));
+    let o = run(&mut m.anonymize("s3://lake/adult/", "s3://lake/releases/adult-k10.parquet"));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(
         m.keys("lake", "releases/"),
@@ -78,15 +70,7 @@ fn multi_file_dataset_from_a_bucket_to_a_verified_release_in_the_bucket() {
         show(&o)
     );
     // The release exists now: refused without --overwrite (exit 5).
-    let o = run(m.kanon().args([
-        "anonymize",
-        "-c",
-        "configs/adult.toml",
-        "-i",
-        "s3://lake/adult/",
-        "-o",
-        "s3://lake/releases/adult-k10.parquet",
-    ]));
+    let o = run(&mut m.anonymize("s3://lake/adult/", "s3://lake/releases/adult-k10.parquet"));
     assert_eq!(o.status.code(), Some(5), "{}", show(&o));
     assert!(stderr(&o).contains("--overwrite"), "{}", show(&o));
     // Inspect reads the dataset from the bucket too.
@@ -296,30 +280,14 @@ fn missing_bucket() {
     let Some(m) = Moto::start() else { return };
     m.create_bucket("lake");
     upload_adult(&m, "lake", "adult/");
-    let o = run(m.kanon().args([
-        "anonymize",
-        "-c",
-        "configs/adult.toml",
-        "-i",
-        "s3://no-such-bucket/adult/",
-        "-o",
-        "s3://lake/releases/r.parquet",
-    ]));
+    let o = run(&mut m.anonymize("s3://no-such-bucket/adult/", "s3://lake/releases/r.parquet"));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(
         stderr(&o).contains("bucket `no-such-bucket` does not exist"),
         "{}",
         show(&o)
     );
-    let o = run(m.kanon().args([
-        "anonymize",
-        "-c",
-        "configs/adult.toml",
-        "-i",
-        "s3://lake/adult/",
-        "-o",
-        "s3://no-such-bucket/r.parquet",
-    ]));
+    let o = run(&mut m.anonymize("s3://lake/adult/", "s3://no-such-bucket/r.parquet"));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(
         stderr(&o).contains("bucket `no-such-bucket` does not exist"),
@@ -334,15 +302,7 @@ fn bad_credentials() {
     m.create_bucket("lake");
     upload_adult(&m, "lake", "adult/");
     m.require_auth();
-    let o = run(m.kanon().args([
-        "anonymize",
-        "-c",
-        "configs/adult.toml",
-        "-i",
-        "s3://lake/adult/",
-        "-o",
-        "s3://lake/releases/r.parquet",
-    ]));
+    let o = run(&mut m.anonymize("s3://lake/adult/", "s3://lake/releases/r.parquet"));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = stderr(&o);
     assert!(err.contains("credentials"), "{}", show(&o));

@@ -385,6 +385,22 @@ impl Moto {
             .env("KANON_STORAGE_TIMEOUT_S", "10");
         c
     }
+
+    /// `kanon anonymize -c configs/adult.toml -i INPUT -o OUTPUT` against
+    /// this server.
+    pub fn anonymize(&self, input: &str, output: &str) -> Command {
+        let mut c = self.kanon();
+        c.args([
+            "anonymize",
+            "-c",
+            "configs/adult.toml",
+            "-i",
+            input,
+            "-o",
+            output,
+        ]);
+        c
+    }
 }
 
 impl Drop for Moto {
