@@ -111,6 +111,36 @@ fn with_row(column: &SensitiveColumn, rows: &[u32], row: u32) -> (Vec<u32>, Vec<
     (before, frequencies(column, &extended))
 }
 
+/// The value counts of `column` over the table's active rows, after the
+/// check every l-diversity model starts with: no class can hold more
+/// distinct values than the whole table, so it needs at least `l`. `None`
+/// when no row is active.
+fn table_counts(
+    model: &dyn PrivacyModel,
+    column: &str,
+    l: usize,
+    table: &QiTable,
+    active: usize,
+) -> Result<Option<Vec<u32>>> {
+    let col = sensitive_column(table, column)
+        .ok_or_else(|| Error::data(column, "is not an encoded sensitive column of the table"))?;
+    if active == 0 {
+        return Ok(None);
+    }
+    let counts = frequencies(col, &table.active_rows());
+    if counts.len() < l {
+        return Err(unsatisfiable(
+            column,
+            format!(
+                "{} needs at least {l} distinct values in every class but the input has only {} (missing values do not count unless `privacy.missing_sensitive = \"value\"`); lower l or choose another sensitive column",
+                model.describe(),
+                counts.len()
+            ),
+        ));
+    }
+    Ok(Some(counts))
+}
+
 fn unsatisfiable(column: &str, message: String) -> Error {
     Error::Unsatisfiable(format!("sensitive column `{column}`: {message}"))
 }
@@ -157,26 +187,9 @@ impl PrivacyModel for DistinctLDiversity {
         })
     }
     fn check_feasible(&self, table: &QiTable, active: usize, _max_suppressed: usize) -> Result<()> {
-        let col = sensitive_column(table, &self.column).ok_or_else(|| {
-            Error::data(
-                &self.column,
-                "is not an encoded sensitive column of the table",
-            )
-        })?;
         // Suppression removes values, it never adds one: the whole table is
         // the most diverse class there is.
-        let distinct = frequencies(col, &table.active_rows()).len();
-        if active > 0 && distinct < self.l {
-            return Err(unsatisfiable(
-                &self.column,
-                format!(
-                    "{} needs at least {} distinct values in every class but the input has only {distinct} (missing values do not count unless `privacy.missing_sensitive = \"value\"`); lower l or choose another sensitive column",
-                    self.describe(),
-                    self.l
-                ),
-            ));
-        }
-        Ok(())
+        table_counts(self, &self.column, self.l, table, active).map(|_| ())
     }
 }
 
@@ -226,27 +239,9 @@ impl PrivacyModel for EntropyLDiversity {
         })
     }
     fn check_feasible(&self, table: &QiTable, active: usize, max_suppressed: usize) -> Result<()> {
-        let col = sensitive_column(table, &self.column).ok_or_else(|| {
-            Error::data(
-                &self.column,
-                "is not an encoded sensitive column of the table",
-            )
-        })?;
-        if active == 0 {
+        let Some(counts) = table_counts(self, &self.column, self.l, table, active)? else {
             return Ok(());
-        }
-        let counts = frequencies(col, &table.active_rows());
-        if counts.len() < self.l {
-            return Err(unsatisfiable(
-                &self.column,
-                format!(
-                    "{} needs at least {} distinct values in every class but the input has only {}; lower l or choose another sensitive column",
-                    self.describe(),
-                    self.l,
-                    counts.len()
-                ),
-            ));
-        }
+        };
         // Without suppression every row is published, and the entropy of the
         // whole table is at least the smallest entropy of its classes
         // (concavity): the whole table must pass.
@@ -338,27 +333,9 @@ impl PrivacyModel for RecursiveCLDiversity {
         })
     }
     fn check_feasible(&self, table: &QiTable, active: usize, max_suppressed: usize) -> Result<()> {
-        let col = sensitive_column(table, &self.column).ok_or_else(|| {
-            Error::data(
-                &self.column,
-                "is not an encoded sensitive column of the table",
-            )
-        })?;
-        if active == 0 {
+        let Some(counts) = table_counts(self, &self.column, self.l, table, active)? else {
             return Ok(());
-        }
-        let counts = frequencies(col, &table.active_rows());
-        if counts.len() < self.l {
-            return Err(unsatisfiable(
-                &self.column,
-                format!(
-                    "{} needs at least {} distinct values in every class but the input has only {}; lower l or choose another sensitive column",
-                    self.describe(),
-                    self.l,
-                    counts.len()
-                ),
-            ));
-        }
+        };
         // Without suppression every row is published and the union of
         // (c,l)-diverse classes is (c,l)-diverse: the whole table must pass.
         if max_suppressed == 0 && !self.accepts_counts(&counts) {
