@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap;
 use crate::codes::CodesBuilder;
 use crate::error::{Error, Result};
 use crate::hierarchy::{Hierarchy, NodeId};
-use crate::number::{numbers, Exact, Number};
+use crate::number::{numbers, printer, Exact, Number};
 
 pub use crate::classes::{EquivalenceClasses, NO_CLASS};
 use crate::spec::{AttributeSpec, GeneralisationSpec, JobSpec, Kind, NullPolicy, Role};
@@ -441,13 +441,20 @@ impl ColumnEncoder {
         let mut out = Vec::with_capacity(array.len());
         match &mut self.dict {
             Dictionary::Numbers(map, values) => {
-                for n in numbers(&self.spec.name, array, &mut self.unparsable)? {
+                let printed = printer(array.as_ref())?;
+                for (i, n) in numbers(&self.spec.name, array, &mut self.unparsable)?
+                    .into_iter()
+                    .enumerate()
+                {
                     match n {
                         None => out.push(NULL_CODE),
                         Some(n) if !self.is_qi && n.value.is_nan() => out.push(NULL_CODE),
-                        Some(n) => {
+                        Some(mut n) => {
                             let next = values.len() as u32;
                             let code = *map.entry(n.exact).or_insert_with(|| {
+                                if let Some(p) = &printed {
+                                    n.label = Some(p.value(i).to_string());
+                                }
                                 values.push(n);
                                 next
                             });

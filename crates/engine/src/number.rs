@@ -111,6 +111,33 @@ pub fn format_float(v: f64) -> String {
     }
 }
 
+/// How Arrow prints the values of `array` when they are decimals, dates,
+/// times or timestamps, whose [`Exact::Scaled`] keys do not print
+/// themselves; `None` for other types. Labels are made only for values new
+/// to a column ([`Number::label`] then uses them), not for every row.
+///
+/// # Errors
+/// Arrow's, for a time zone it cannot read.
+pub(crate) fn printer(array: &dyn Array) -> Result<Option<ArrayFormatter<'_>>> {
+    let dt = array.data_type();
+    if dt.is_numeric()
+        && !matches!(
+            dt,
+            DataType::Decimal32(..)
+                | DataType::Decimal64(..)
+                | DataType::Decimal128(..)
+                | DataType::Decimal256(..)
+        )
+        || !is_numeric_type(dt)
+    {
+        return Ok(None);
+    }
+    Ok(Some(ArrayFormatter::try_new(
+        array,
+        &FormatOptions::default(),
+    )?))
+}
+
 /// Whether a column of this type is read on the numeric path.
 pub(crate) fn is_numeric_type(dt: &DataType) -> bool {
     dt.is_numeric() || dt.is_temporal() && !matches!(dt, DataType::Interval(_))
@@ -185,14 +212,13 @@ pub(crate) fn numbers(
             let scale = *scale;
             let wide = cast(array, &DataType::Decimal128(38, scale)).map_err(|_| unsupported())?;
             let raw = wide.as_primitive::<arrow::datatypes::Decimal128Type>();
-            let display = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())?;
             let divisor = 10f64.powi(i32::from(scale));
             (0..raw.len())
                 .map(|i| {
                     raw.is_valid(i).then(|| Number {
                         exact: Exact::Scaled(raw.value(i)),
                         value: raw.value(i) as f64 / divisor,
-                        label: Some(display.value(i).to_string()),
+                        label: None,
                     })
                 })
                 .collect()
@@ -200,13 +226,12 @@ pub(crate) fn numbers(
         dt if is_numeric_type(dt) => {
             let units = cast(array, &DataType::Int64).map_err(|_| unsupported())?;
             let units = units.as_primitive::<Int64Type>();
-            let display = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())?;
             (0..units.len())
                 .map(|i| {
                     units.is_valid(i).then(|| Number {
                         exact: Exact::Scaled(i128::from(units.value(i))),
                         value: units.value(i) as f64,
-                        label: Some(display.value(i).to_string()),
+                        label: None,
                     })
                 })
                 .collect()
@@ -228,10 +253,19 @@ mod tests {
 
     fn labels(array: ArrayRef) -> Vec<Option<String>> {
         let mut bad = 0;
+        let printed = printer(array.as_ref()).unwrap();
         numbers("x", &array, &mut bad)
             .unwrap()
             .into_iter()
-            .map(|n| n.map(|n| n.label()))
+            .enumerate()
+            .map(|(i, n)| {
+                n.map(|mut n| {
+                    if let Some(p) = &printed {
+                        n.label = Some(p.value(i).to_string());
+                    }
+                    n.label()
+                })
+            })
             .collect()
     }
 
