@@ -41,8 +41,9 @@ enum Dictionary {
     /// Distinct strings in order of first appearance (sorted at the end).
     Strings(FxHashMap<String, u32>, Vec<String>),
     /// Distinct numbers, by their exact value, in order of first appearance
-    /// (sorted at the end).
-    Numbers(FxHashMap<Exact, u32>, Vec<Number>),
+    /// (sorted at the end), with the label Arrow prints for decimals and
+    /// temporal values.
+    Numbers(FxHashMap<Exact, u32>, Vec<(Number, Option<String>)>),
 }
 
 #[derive(Debug)]
@@ -449,13 +450,11 @@ impl ColumnEncoder {
                     match n {
                         None => out.push(NULL_CODE),
                         Some(n) if !self.is_qi && n.value.is_nan() => out.push(NULL_CODE),
-                        Some(mut n) => {
+                        Some(n) => {
                             let next = values.len() as u32;
                             let code = *map.entry(n.exact).or_insert_with(|| {
-                                if let Some(p) = &printed {
-                                    n.label = Some(p.value(i).to_string());
-                                }
-                                values.push(n);
+                                let label = printed.as_ref().map(|p| p.value(i).to_string());
+                                values.push((n, label));
                                 next
                             });
                             out.push(code);
@@ -560,16 +559,21 @@ impl ColumnEncoder {
             Dictionary::Numbers(_, numbers) => {
                 let mut order: Vec<u32> = (0..numbers.len() as u32).collect();
                 order.sort_by(|&a, &b| {
-                    let (a, b) = (&numbers[a as usize], &numbers[b as usize]);
+                    let (a, b) = (&numbers[a as usize].0, &numbers[b as usize].0);
                     a.exact.cmp_with(a.value, &b.exact, b.value)
                 });
                 let mut rank = vec![0u32; numbers.len()];
                 for (r, &o) in order.iter().enumerate() {
                     rank[o as usize] = r as u32;
                 }
-                let sorted: Vec<f64> = order.iter().map(|&o| numbers[o as usize].value).collect();
-                let exact_labels: Vec<String> =
-                    order.iter().map(|&o| numbers[o as usize].label()).collect();
+                let sorted: Vec<f64> = order.iter().map(|&o| numbers[o as usize].0.value).collect();
+                let exact_labels: Vec<String> = order
+                    .iter()
+                    .map(|&o| match &numbers[o as usize] {
+                        (_, Some(printed)) => printed.clone(),
+                        (n, None) => n.label(),
+                    })
+                    .collect();
                 let hierarchy = match (&self.generalisation, is_qi) {
                     (GeneralisationSpec::Intervals(levels), true) => Some(Arc::new(levels.build(
                         &format!("intervals of `{name}`"),

@@ -57,13 +57,13 @@ impl Exact {
     }
 }
 
-/// One value of a numeric column: its key, its number for distances, and,
-/// for [`Exact::Scaled`] values, the label Arrow prints for it.
-#[derive(Debug, Clone, PartialEq)]
+/// One value of a numeric column: its key and its number for distances.
+/// [`Exact::Scaled`] values print through Arrow ([`printer`]); the others
+/// print themselves ([`Number::label`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Number {
     pub(crate) exact: Exact,
     pub(crate) value: f64,
-    pub(crate) label: Option<String>,
 }
 
 impl Number {
@@ -71,7 +71,6 @@ impl Number {
         Number {
             exact: Exact::Int(v),
             value: v as f64,
-            label: None,
         }
     }
 
@@ -88,16 +87,15 @@ impl Number {
         Number {
             exact: Exact::Float(bits),
             value: v,
-            label: None,
         }
     }
 
-    /// The label a release prints for the value.
+    /// The label a release prints for an integer or a float (a decimal or
+    /// temporal value is printed by [`printer`]).
     pub(crate) fn label(&self) -> String {
-        match (&self.label, self.exact) {
-            (Some(l), _) => l.clone(),
-            (None, Exact::Int(v)) => v.to_string(),
-            (None, _) => format_float(self.value),
+        match self.exact {
+            Exact::Int(v) => v.to_string(),
+            _ => format_float(self.value),
         }
     }
 }
@@ -113,8 +111,8 @@ pub fn format_float(v: f64) -> String {
 
 /// How Arrow prints the values of `array` when they are decimals, dates,
 /// times or timestamps, whose [`Exact::Scaled`] keys do not print
-/// themselves; `None` for other types. Labels are made only for values new
-/// to a column ([`Number::label`] then uses them), not for every row.
+/// themselves; `None` for other types. The encoder prints a value only when
+/// it first meets it, not every row.
 ///
 /// # Errors
 /// Arrow's, for a time zone it cannot read.
@@ -218,7 +216,6 @@ pub(crate) fn numbers(
                     raw.is_valid(i).then(|| Number {
                         exact: Exact::Scaled(raw.value(i)),
                         value: raw.value(i) as f64 / divisor,
-                        label: None,
                     })
                 })
                 .collect()
@@ -231,7 +228,6 @@ pub(crate) fn numbers(
                     units.is_valid(i).then(|| Number {
                         exact: Exact::Scaled(i128::from(units.value(i))),
                         value: units.value(i) as f64,
-                        label: None,
                     })
                 })
                 .collect()
@@ -259,11 +255,9 @@ mod tests {
             .into_iter()
             .enumerate()
             .map(|(i, n)| {
-                n.map(|mut n| {
-                    if let Some(p) = &printed {
-                        n.label = Some(p.value(i).to_string());
-                    }
-                    n.label()
+                n.map(|n| match &printed {
+                    Some(p) => p.value(i).to_string(),
+                    None => n.label(),
                 })
             })
             .collect()
@@ -278,7 +272,7 @@ mod tests {
             &mut 0,
         )
         .unwrap();
-        let (a, b) = (n[0].clone().unwrap(), n[1].clone().unwrap());
+        let (a, b) = (n[0].unwrap(), n[1].unwrap());
         assert_ne!(a.exact, b.exact);
         assert_eq!(a.value, b.value, "the same f64, yet two values");
         assert_eq!(a.exact.cmp_with(a.value, &b.exact, b.value), Ordering::Less);
