@@ -12,10 +12,7 @@ use arrow::array::{ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use kanon_engine::algorithms::registry::{self, Capabilities, Registration};
 use kanon_engine::algorithms::{Algorithm, Context, Outcome};
-use kanon_engine::cancel::Cancellation;
 use kanon_engine::partition::Partition;
-use kanon_engine::privacy::Privacy;
-use kanon_engine::release::{prepare, Prepared, Releaser};
 use kanon_engine::spec::JobSpec;
 use kanon_engine::{Error, Result};
 
@@ -116,24 +113,7 @@ fn input() -> RecordBatch {
 
 /// The release path of every front end, as `kanon anonymize` takes it.
 fn release(spec: &JobSpec) -> Result<RecordBatch> {
-    let batch = input();
-    let table = common::encode(spec, &Default::default(), std::slice::from_ref(&batch));
-    let privacy = Privacy::from_spec(spec)?;
-    let Prepared {
-        anonymization,
-        recoder,
-    } = prepare(
-        spec,
-        &table,
-        &privacy,
-        Cancellation::never(),
-        Default::default(),
-    )?;
-    let mut releaser = Releaser::new(spec, recoder, &batch.schema(), u64::MAX)?;
-    let r = releaser.recode(&batch)?;
-    let out = releaser.release(&[r.batch], &r.groups)?;
-    releaser.finish(&privacy, &anonymization)?;
-    Ok(out)
+    common::release(spec, &Default::default(), &input(), u64::MAX).map(|(out, _)| out)
 }
 
 #[test]

@@ -22,10 +22,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Int64Type, Schema};
-use kanon_engine::cancel::Cancellation;
 use kanon_engine::hierarchy::Hierarchy;
-use kanon_engine::privacy::Privacy;
-use kanon_engine::release::{prepare, Prepared, Releaser};
 use kanon_engine::spec::{Diversity, JobSpec, MissingSensitive, RequirementSpec};
 use kanon_engine::Error;
 use proptest::prelude::*;
@@ -205,51 +202,7 @@ fn batch(rows: &[Row]) -> RecordBatch {
 /// recoded, in release order, in buckets of at most 16 rows, verified by
 /// its labels and accounted for.
 fn release(spec: &JobSpec, input: &RecordBatch) -> Result<(RecordBatch, usize), Error> {
-    let table = common::encode(spec, &hierarchies(), std::slice::from_ref(input));
-    let privacy = Privacy::from_spec(spec)?;
-    let Prepared {
-        anonymization,
-        recoder,
-    } = prepare(
-        spec,
-        &table,
-        &privacy,
-        Cancellation::never(),
-        Default::default(),
-    )?;
-    let mut releaser = Releaser::new(spec, recoder, &input.schema(), 16)?;
-    // Two input batches, to exercise the row offsets.
-    let half = input.num_rows() / 2;
-    let mut rows: Vec<(RecordBatch, Vec<u32>)> = Vec::new();
-    for part in [
-        input.slice(0, half),
-        input.slice(half, input.num_rows() - half),
-    ] {
-        let r = releaser.recode(&part)?;
-        rows.push((r.batch, r.groups));
-    }
-    let mut out = Vec::new();
-    for bucket in 0..releaser.n_buckets() {
-        let mut batches = Vec::new();
-        let mut groups = Vec::new();
-        for (batch, g) in &rows {
-            let keep: Vec<u32> = (0..g.len() as u32)
-                .filter(|&i| releaser.bucket_of(g[i as usize]) == bucket)
-                .collect();
-            batches.push(arrow::compute::take_record_batch(
-                batch,
-                &arrow::array::UInt32Array::from(keep.clone()),
-            )?);
-            groups.extend(keep.iter().map(|&i| g[i as usize]));
-        }
-        out.push(releaser.release(&batches, &groups)?);
-    }
-    let schema = releaser.schema().clone();
-    releaser.finish(&privacy, &anonymization)?;
-    Ok((
-        arrow::compute::concat_batches(&schema, &out)?,
-        anonymization.report.suppressed_rows,
-    ))
+    common::release(spec, &hierarchies(), input, 16)
 }
 
 fn text(batch: &RecordBatch, column: &str) -> Vec<Option<String>> {

@@ -112,3 +112,61 @@ pub fn first_rows(batches: Vec<RecordBatch>, n: usize) -> Vec<RecordBatch> {
     }
     out
 }
+
+/// A release made as every front end makes it ([`kanon_engine::release`]):
+/// `input` encoded, anonymised, recoded in two batches (exercising the row
+/// offsets), put in release order in buckets of at most `bucket_rows` rows,
+/// verified by its labels and accounted for. Returns the release and the
+/// number of suppressed rows.
+pub fn release(
+    spec: &JobSpec,
+    hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
+    input: &RecordBatch,
+    bucket_rows: u64,
+) -> kanon_engine::Result<(RecordBatch, usize)> {
+    use kanon_engine::release::{prepare, Prepared, Releaser};
+    let table = encode(spec, hierarchies, std::slice::from_ref(input));
+    let privacy = kanon_engine::privacy::Privacy::from_spec(spec)?;
+    let Prepared {
+        anonymization,
+        recoder,
+    } = prepare(
+        spec,
+        &table,
+        &privacy,
+        kanon_engine::cancel::Cancellation::never(),
+        Default::default(),
+    )?;
+    let mut releaser = Releaser::new(spec, recoder, &input.schema(), bucket_rows)?;
+    let half = input.num_rows() / 2;
+    let mut rows: Vec<(RecordBatch, Vec<u32>)> = Vec::new();
+    for part in [
+        input.slice(0, half),
+        input.slice(half, input.num_rows() - half),
+    ] {
+        let r = releaser.recode(&part)?;
+        rows.push((r.batch, r.groups));
+    }
+    let mut out = Vec::new();
+    for bucket in 0..releaser.n_buckets() {
+        let mut batches = Vec::new();
+        let mut groups = Vec::new();
+        for (batch, g) in &rows {
+            let keep: Vec<u32> = (0..g.len() as u32)
+                .filter(|&i| releaser.bucket_of(g[i as usize]) == bucket)
+                .collect();
+            batches.push(arrow::compute::take_record_batch(
+                batch,
+                &arrow::array::UInt32Array::from(keep.clone()),
+            )?);
+            groups.extend(keep.iter().map(|&i| g[i as usize]));
+        }
+        out.push(releaser.release(&batches, &groups)?);
+    }
+    let schema = releaser.schema().clone();
+    releaser.finish(&privacy, &anonymization)?;
+    Ok((
+        arrow::compute::concat_batches(&schema, &out)?,
+        anonymization.report.suppressed_rows,
+    ))
+}
