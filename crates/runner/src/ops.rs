@@ -162,6 +162,11 @@ pub fn cancellation() -> kanon_engine::cancel::Cancellation {
 /// between batches and steps (it then cleans up and exits 130); a second
 /// one exits at once.
 pub fn install_interrupts() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(install_interrupts_now);
+}
+
+fn install_interrupts_now() {
     let flag = INTERRUPTED_FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)));
     let terminated = TERMINATED_FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)));
     let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone());

@@ -1,0 +1,200 @@
+//! The `kanon` command line as a library: the binary is `fn main` calling
+//! [`run`], so an embedder can register its own algorithms with
+//! `kanon_engine::algorithms::registry::register` and run them through the
+//! very path `kanon anonymize` takes (load the job, run, verify, write,
+//! commit).
+//!
+//! Commands live in their own modules and drive the engine's release path;
+//! errors are reported with their chain and mapped to exit codes that
+//! schedulers can act on (module `exit`).
+
+mod anonymize;
+mod config;
+mod dataset;
+mod exit;
+mod generate;
+mod inspect;
+mod ops;
+mod release;
+mod spill;
+#[cfg(feature = "sql")]
+mod sql;
+mod storage;
+mod verify;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::Override;
+use crate::ops::{LogFormat, Ui};
+
+/// kanon: k-anonymity and l-diversity for tabular data.
+#[derive(Debug, Parser)]
+#[command(name = "kanon", version, about, long_about = None)]
+struct Cli {
+    /// Print nothing but errors (no summary, no progress).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
+    /// More log detail on stderr: -v info, -vv debug, -vvv trace.
+    #[arg(long, short = 'v', action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Log format on stderr: `text`, or `json` (one object per line, for
+    /// schedulers; the summary is logged too).
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Anonymise the job's input and write a verified release.
+    Anonymize(anonymize::AnonymizeArgs),
+    /// Re-check a published release against the job's privacy model.
+    Verify(verify::VerifyArgs),
+    /// Show a dataset's schema, row count and, given QIs, its current risk.
+    Inspect(inspect::InspectArgs),
+    /// Write an Adult-like Parquet file of any size (test data).
+    Generate(generate::GenerateArgs),
+    /// Run SQL over Parquet/CSV tables with anonymize(...) and kanon_risk(...).
+    #[cfg(feature = "sql")]
+    Sql(sql::SqlArgs),
+}
+
+/// Options shared by every command that reads a job file.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct JobArgs {
+    /// The job file (TOML), e.g. configs/adult.toml.
+    #[arg(long, short = 'c')]
+    pub config: PathBuf,
+    /// Override `privacy.k`.
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// Override `algorithm.name`: mondrian, datafly, incognito, sbc,
+    /// heuristic-min, kaca or l-clustering (tested against the engine's
+    /// registry).
+    #[arg(long)]
+    pub algorithm: Option<String>,
+    /// Override `algorithm.seed`.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override `privacy.suppression_limit` (share of rows, 0..1).
+    #[arg(long)]
+    pub suppression_limit: Option<f64>,
+    /// Override any setting: `--set section.key=value` (repeatable), e.g.
+    /// `--set output.max_file_size=256MB`. Also `KANON_SECTION_KEY=value`
+    /// environment variables (lower precedence than the command line).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Allow `KANON_*` variables and the flags above to weaken the job
+    /// file's privacy (lower k, l or c, a higher suppression limit, a
+    /// dropped requirement, ...); refused otherwise.
+    #[arg(long)]
+    pub weaken_privacy: bool,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+/// Object storage settings on the command line (override `[storage]`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct StorageArgs {
+    /// Endpoint of an S3-compatible store, e.g. http://127.0.0.1:9000
+    /// (`storage.endpoint`).
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// S3 region (`storage.region`).
+    #[arg(long, value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// Allow plain-HTTP endpoints, for local test servers
+    /// (`storage.allow_http`).
+    #[arg(long)]
+    pub s3_allow_http: bool,
+    /// Virtual-hosted-style requests (bucket in the host name) instead of
+    /// path-style (`storage.virtual_hosted_style`).
+    #[arg(long)]
+    pub s3_virtual_hosted_style: bool,
+    /// AWS profile of ~/.aws/credentials and ~/.aws/config
+    /// (`storage.profile`; default AWS_PROFILE or `default`).
+    #[arg(long, value_name = "NAME")]
+    pub aws_profile: Option<String>,
+}
+
+impl StorageArgs {
+    /// The settings given, as overrides of `storage.*`.
+    pub fn overrides(&self) -> Vec<Override> {
+        let mut out = Vec::new();
+        let mut add = |key: &str, value: String, source: &str| {
+            out.push(Override {
+                key: format!("storage.{key}"),
+                value,
+                source: source.into(),
+            })
+        };
+        if let Some(e) = &self.s3_endpoint {
+            add("endpoint", format!("{e:?}"), "--s3-endpoint");
+        }
+        if let Some(r) = &self.s3_region {
+            add("region", format!("{r:?}"), "--s3-region");
+        }
+        if self.s3_allow_http {
+            add("allow_http", "true".into(), "--s3-allow-http");
+        }
+        if self.s3_virtual_hosted_style {
+            add(
+                "virtual_hosted_style",
+                "true".into(),
+                "--s3-virtual-hosted-style",
+            );
+        }
+        if let Some(p) = &self.aws_profile {
+            add("profile", format!("{p:?}"), "--aws-profile");
+        }
+        out
+    }
+}
+
+/// Runs the command line `args` (the first is the program name, as in
+/// `std::env::args_os()`) and returns its exit code: success, or the code
+/// of the failure (schedulers act on it: 1 verification
+/// failed, 2 bad input, 3 unsatisfiable, 4 I/O, 5 output exists, 70 a bug,
+/// 124 timed out, 130 interrupted, 143 terminated). Installs the SIGINT and
+/// SIGTERM handlers of a command-line job (once per process).
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(exit::BAD_INPUT));
+        }
+    };
+    let ui = Ui::init(cli.quiet, cli.verbose, cli.log_format);
+    ops::install_interrupts();
+    let result = match cli.command {
+        Command::Anonymize(args) => anonymize::run(&args, &ui),
+        Command::Verify(args) => verify::run(&args, &ui),
+        Command::Inspect(args) => inspect::run(&args, &ui),
+        Command::Generate(args) => generate::run(&args, ui.quiet),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => sql::run(&args, &ui),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            let code = exit::code_of(&err);
+            match ui.format {
+                LogFormat::Text => eprintln!("error: {err:#}"),
+                LogFormat::Json => {
+                    tracing::error!(exit_code = code, error = %format!("{err:#}"), "failed")
+                }
+            }
+            ExitCode::from(code)
+        }
+    }
+}
