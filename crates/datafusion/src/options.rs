@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use datafusion::common::{plan_datafusion_err, DataFusionError, Result};
 use kanon_engine::hierarchy::Hierarchy;
+use kanon_engine::job::{HierarchyText, Job as EngineJob, JobError};
 use kanon_engine::recode::Pseudonymiser;
 use kanon_engine::spec::JobSpec;
 use rustc_hash::FxHashMap;
@@ -228,23 +229,26 @@ impl Job {
     /// # Errors
     /// A plan error naming the setting or hierarchy file at fault.
     pub fn try_new(settings: AnonymizeSettings, function: &str) -> Result<Self> {
-        settings
-            .spec
-            .validate()
-            .map_err(|e| plan_datafusion_err!("{function}(): {e}"))?;
-        let mut hierarchies = FxHashMap::default();
-        for (path, src) in &settings.hierarchies {
-            let h = Hierarchy::from_csv(&src.file, &src.text, src.delimiter)
-                .map_err(|e| plan_datafusion_err!("{function}(): {e}"))?;
-            hierarchies.insert(path.clone(), Arc::new(h));
-        }
-        for (attribute, path, _) in settings.spec.hierarchy_files() {
-            if !hierarchies.contains_key(path) {
-                return Err(plan_datafusion_err!(
-                    "{function}(): hierarchy file `{path}` of attribute `{attribute}` was not loaded"
-                ));
+        let job = EngineJob::new(settings.spec.clone(), |file| {
+            let src = settings.hierarchies.get(file.path).ok_or_else(|| {
+                plan_datafusion_err!(
+                    "{function}(): hierarchy file `{}` of attribute `{}` was not loaded",
+                    file.path,
+                    file.attribute
+                )
+            })?;
+            Ok(HierarchyText {
+                source: src.file.clone(),
+                text: src.text.clone(),
+            })
+        })
+        .map_err(|e| match e {
+            JobError::Read { error, .. } => error,
+            JobError::Spec(e) | JobError::Hierarchy { error: e, .. } => {
+                plan_datafusion_err!("{function}(): {e}")
             }
-        }
+        })?;
+        let hierarchies = job.hierarchies().clone();
         // The keys come from the environment of the process that plans
         // the query; only the variables' names are in the settings.
         let pseudonymiser =

@@ -20,8 +20,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kanon_engine::hierarchy::Hierarchy;
+use kanon_engine::job::{HierarchyText, JobError};
 use kanon_engine::spec::{JobSpec, MissingSensitive};
 use rustc_hash::FxHashMap;
 
@@ -238,38 +239,42 @@ impl Job {
                 .into());
             }
         }
-        spec.validate().map_err(|e| {
-            Failure::bad_input(format!("in job file {}{from}: {e}", path.display()))
-        })?;
-        let mut job = Job {
-            spec,
-            path,
-            hierarchies: FxHashMap::default(),
-        };
-        let files: Vec<(String, String, char)> = job
-            .spec
-            .hierarchy_files()
-            .map(|(a, p, d)| (a.to_string(), p.to_string(), d))
-            .collect();
-        for (attribute, file, delimiter) in files {
-            let resolved = job.resolve(&file);
+        let loaded = kanon_engine::job::Job::new(spec, |file| {
+            let resolved = resolve_in(&path, file.path);
             let text = std::fs::read_to_string(&resolved).map_err(|e| {
                 Failure::bad_input(format!(
-                    "cannot read hierarchy file {} of attribute `{attribute}` (setting `hierarchy` of attribute `{attribute}` in {}): {e}",
+                    "cannot read hierarchy file {} of attribute `{}` (setting `hierarchy` of attribute `{}` in {}): {e}",
                     resolved.display(),
-                    job.path.display()
+                    file.attribute,
+                    file.attribute,
+                    path.display()
                 ))
             })?;
-            let h = Hierarchy::from_csv(&resolved.display().to_string(), &text, delimiter)
-                .with_context(|| {
+            Ok::<_, Failure>(HierarchyText {
+                source: resolved.display().to_string(),
+                text,
+            })
+        })
+        .map_err(|e| -> anyhow::Error {
+            match e {
+                JobError::Spec(e) => {
+                    Failure::bad_input(format!("in job file {}{from}: {e}", path.display())).into()
+                }
+                JobError::Read { error, .. } => error.into(),
+                JobError::Hierarchy { attribute, error } => anyhow::Error::new(error).context(
                     format!(
                         "hierarchy of attribute `{attribute}` (setting `hierarchy` in {})",
-                        job.path.display()
-                    )
-                })?;
-            job.hierarchies.insert(file, Arc::new(h));
-        }
-        Ok(job)
+                        path.display()
+                    ),
+                ),
+            }
+        })?;
+        let (spec, hierarchies) = loaded.into_parts();
+        Ok(Job {
+            spec,
+            path,
+            hierarchies,
+        })
     }
 
     /// The keys of the job's pseudonymised columns, read from the
@@ -288,18 +293,7 @@ impl Job {
 
     /// Resolves a path written in the job file.
     pub fn resolve(&self, p: &str) -> PathBuf {
-        let direct = PathBuf::from(p);
-        if direct.is_absolute() || direct.exists() {
-            return direct;
-        }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        for base in [dir.to_path_buf(), dir.join("..")] {
-            let candidate = base.join(p);
-            if candidate.exists() || has_glob(p) && candidate.parent().is_some_and(|d| d.exists()) {
-                return candidate;
-            }
-        }
-        direct
+        resolve_in(&self.path, p)
     }
 
     /// Resolves an output path: relative to the current directory, unless
@@ -366,6 +360,23 @@ impl Job {
 }
 
 /// The value at a dotted key of a TOML document, if set.
+/// Resolves path `p` written in job file `job`: as written when absolute or
+/// existing, else relative to the job file's directory, then its parent.
+fn resolve_in(job: &Path, p: &str) -> PathBuf {
+    let direct = PathBuf::from(p);
+    if direct.is_absolute() || direct.exists() {
+        return direct;
+    }
+    let dir = job.parent().unwrap_or(Path::new("."));
+    for base in [dir.to_path_buf(), dir.join("..")] {
+        let candidate = base.join(p);
+        if candidate.exists() || has_glob(p) && candidate.parent().is_some_and(|d| d.exists()) {
+            return candidate;
+        }
+    }
+    direct
+}
+
 fn lookup<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
     let mut parts = key.split('.');
     let mut value = doc.get(parts.next()?)?;

@@ -66,16 +66,18 @@ pub fn adult_job(qis: &[&str]) -> (JobSpec, FxHashMap<String, Arc<Hierarchy>>) {
 }
 
 /// Loads every hierarchy file the spec names, relative to the repository root.
+/// Loads them through [`kanon_engine::job::Job`], as every front end does.
 pub fn load_hierarchies(spec: &JobSpec) -> FxHashMap<String, Arc<Hierarchy>> {
-    spec.hierarchy_files()
-        .map(|(_, path, delim)| {
-            let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
-            (
-                path.to_string(),
-                Arc::new(Hierarchy::from_csv(path, &text, delim).unwrap()),
-            )
+    let job = kanon_engine::job::Job::new(spec.clone(), |file| {
+        std::fs::read_to_string(repo_root().join(file.path)).map(|text| {
+            kanon_engine::job::HierarchyText {
+                source: file.path.to_string(),
+                text,
+            }
         })
-        .collect()
+    })
+    .unwrap();
+    job.hierarchies().clone()
 }
 
 /// Encodes batches for a job.
