@@ -1,0 +1,152 @@
+//! Opening CSV input: the job's delimiter, quote, escape and comment
+//! settings, type inference from the first rows, error messages that name
+//! the column and line but never a value, and the reader that hashes the
+//! bytes for the input fingerprint.
+
+use std::cell::RefCell;
+use std::io::Read;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use arrow::datatypes::Schema;
+use arrow::error::ArrowError;
+use kanon_engine::spec::InputSpec;
+use sha2::{Digest, Sha256};
+
+use super::{Dataset, Format, InputFile};
+use crate::exit::Failure;
+use crate::storage::{FileMeta, Location, Storage};
+
+fn one_char(setting: &str, v: &Option<String>) -> Result<Option<u8>> {
+    match v.as_deref() {
+        None => Ok(None),
+        Some("\\t") | Some("tab") => Ok(Some(b'\t')),
+        Some(s) if s.len() == 1 => Ok(Some(s.as_bytes()[0])),
+        Some(_) => Err(Failure::bad_input(format!(
+            "`input.{setting}` must be one ASCII character, e.g. \";\""
+        ))
+        .into()),
+    }
+}
+
+impl Dataset {
+    pub(super) fn open_csv(
+        storage: &Storage,
+        metas: Vec<FileMeta>,
+        bytes: u64,
+        spec: &InputSpec,
+    ) -> Result<Dataset> {
+        let mut format = arrow_csv::reader::Format::default()
+            .with_delimiter(one_char("delimiter", &spec.delimiter)?.unwrap_or(b','))
+            .with_header(spec.header.unwrap_or(true));
+        if let Some(q) = one_char("quote", &spec.quote)? {
+            format = format.with_quote(q);
+        }
+        if let Some(e) = one_char("escape", &spec.escape)? {
+            format = format.with_escape(e);
+        }
+        if let Some(c) = one_char("comment", &spec.comment)? {
+            format = format.with_comment(c);
+        }
+        let first = &metas[0];
+        let reader = storage.open_read(&first.location)?;
+        let (schema, _) = format
+            .infer_schema(reader, Some(spec.infer_rows.unwrap_or(10_000).max(1)))
+            .map_err(|e| csv_error(e, &first.location, None, 0))
+            .with_context(|| {
+                format!(
+                    "cannot read the CSV header and types of {} (check `input.delimiter`, `input.header`, `input.quote`)",
+                    first.location
+                )
+            })?;
+        Ok(Dataset {
+            format: Format::Csv,
+            schema: Arc::new(schema),
+            rows: None,
+            bytes,
+            files: metas
+                .into_iter()
+                .map(|meta| InputFile {
+                    meta,
+                    parquet: None,
+                })
+                .collect(),
+            csv: Some(format),
+            csv_header: spec.header.unwrap_or(true),
+            footer_hash: None,
+        })
+    }
+}
+
+/// A CSV error without record values: arrow's parse errors quote the value
+/// and the whole row, so only the column and line are kept.
+pub fn csv_error(
+    e: ArrowError,
+    file: &Location,
+    schema: Option<&Schema>,
+    header_lines: usize,
+) -> anyhow::Error {
+    let text = e.to_string();
+    let message = if let Some(pos) = text.find(" as type '") {
+        let rest = &text[pos + 10..];
+        let ty = rest.split('\'').next().unwrap_or("?");
+        let column = rest
+            .split("for column ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|c| c.parse::<usize>().ok());
+        // arrow counts data rows from 1; the file has the header above them.
+        let line = rest
+            .split(" at line ")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|l| l.parse::<usize>().ok())
+            .map_or("?".to_string(), |l| (l + header_lines).to_string());
+        let name = match (column, schema) {
+            (Some(c), Some(s)) if c < s.fields().len() => format!("`{}`", s.field(c).name()),
+            (Some(c), _) => format!("number {c}"),
+            _ => "?".into(),
+        };
+        format!(
+            "malformed CSV in {file}: a value of column {name} on line {line} is not of type {ty} (inferred from the first rows); fix the data, or raise `input.infer_rows` so that the type is inferred from more rows"
+        )
+    } else if text.contains("Row data") || text.contains("value '") {
+        format!("malformed CSV in {file} (details withheld: they would show record values)")
+    } else {
+        format!("malformed CSV in {file}: {text}")
+    };
+    anyhow::Error::new(Failure::bad_input(message))
+}
+
+pub(super) fn csv_read_error(
+    e: ArrowError,
+    loc: &Location,
+    schema: &Schema,
+    header: usize,
+) -> anyhow::Error {
+    match e {
+        ArrowError::IoError(msg, io) => anyhow::Error::new(io).context(format!(
+            "cannot read {loc}: {}",
+            msg.split(" value '").next().unwrap_or("")
+        )),
+        ArrowError::ExternalError(inner) => {
+            anyhow::anyhow!(inner).context(format!("cannot read {loc}"))
+        }
+        e => csv_error(e, loc, Some(schema), header),
+    }
+}
+
+/// A CSV `Read` that hashes the bytes it passes on.
+pub(super) struct Hashing<R> {
+    pub(super) inner: R,
+    pub(super) hasher: Rc<RefCell<Sha256>>,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.borrow_mut().update(&buf[..n]);
+        Ok(n)
+    }
+}

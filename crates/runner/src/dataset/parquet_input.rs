@@ -1,0 +1,256 @@
+//! Opening Parquet input: each file's footer is read (a few objects at a
+//! time on S3) and decoded, the schemas are unified into the dataset's, and
+//! the footers hashed into the input fingerprint. [`ObjectReader`] then
+//! serves the async reader's byte ranges of an object during the scan.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use futures::{StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::file::metadata::ParquetMetaDataReader;
+use sha2::{Digest, Sha256};
+
+use super::{Dataset, Format, InputFile};
+use crate::exit::Failure;
+use crate::storage::{FileMeta, Location, Storage};
+
+impl Dataset {
+    pub(super) fn open_parquet(
+        storage: &Storage,
+        location: &Location,
+        metas: Vec<FileMeta>,
+        bytes: u64,
+    ) -> Result<Dataset> {
+        let footers: Vec<(FileMeta, Vec<u8>)> = if location.is_remote() {
+            // Footers of many objects: a few requests in flight at once.
+            storage.block_on(
+                futures::stream::iter(metas.into_iter().map(|m| async move {
+                    let footer = remote_footer(storage, &m).await?;
+                    Ok::<_, anyhow::Error>((m, footer))
+                }))
+                .buffered(8)
+                .try_collect(),
+            )?
+        } else {
+            metas
+                .into_iter()
+                .map(|m| {
+                    let footer = read_footer(storage, &m)?;
+                    Ok((m, footer))
+                })
+                .collect::<Result<_>>()?
+        };
+        let opened = footers.into_iter().map(|(m, footer)| {
+            let md = ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| {
+                Failure::bad_input(format!(
+                    "{} is not a readable Parquet file (corrupt footer: {e})",
+                    m.location
+                ))
+            })?;
+            let arrow = ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new())
+                .map_err(|e| {
+                    Failure::bad_input(format!(
+                        "{} has a Parquet schema kanon cannot read: {e}",
+                        m.location
+                    ))
+                })?;
+            let mut h = Sha256::new();
+            h.update(m.size.to_le_bytes());
+            h.update(&footer);
+            Ok::<_, anyhow::Error>((
+                InputFile {
+                    meta: m,
+                    parquet: Some(arrow),
+                },
+                h.finalize().to_vec(),
+            ))
+        });
+        let opened: Vec<(InputFile, Vec<u8>)> = opened.collect::<Result<_>>()?;
+        let mut hasher = Sha256::new();
+        let mut files = Vec::with_capacity(opened.len());
+        for (f, h) in opened {
+            hasher.update(h);
+            files.push(f);
+        }
+        let schema = unify_schemas(files.iter().map(|f| {
+            (
+                &f.meta.location,
+                f.parquet.as_ref().expect("parquet").schema(),
+            )
+        }))?;
+        let rows = files
+            .iter()
+            .map(|f| {
+                f.parquet
+                    .as_ref()
+                    .expect("parquet")
+                    .metadata()
+                    .file_metadata()
+                    .num_rows() as u64
+            })
+            .sum();
+        Ok(Dataset {
+            format: Format::Parquet,
+            schema,
+            rows: Some(rows),
+            bytes,
+            files,
+            csv: None,
+            csv_header: false,
+            footer_hash: Some(hasher.finalize().into()),
+        })
+    }
+}
+
+fn not_parquet(m: &FileMeta, why: &str) -> anyhow::Error {
+    Failure::bad_input(format!(
+        "{} is not a readable Parquet file ({why}); check the file, or set `input.format = \"csv\"` if it is CSV",
+        m.location
+    ))
+    .into()
+}
+
+/// The footer length from a file's last 8 bytes.
+fn footer_len(m: &FileMeta, tail: &[u8]) -> Result<u64> {
+    if m.size < 12 {
+        return Err(not_parquet(m, "too short"));
+    }
+    if &tail[4..8] != b"PAR1" {
+        return Err(not_parquet(m, "no Parquet magic at its end"));
+    }
+    let len = u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")) as u64;
+    if len + 12 > m.size {
+        return Err(not_parquet(m, "footer length beyond the file"));
+    }
+    Ok(len)
+}
+
+/// The bytes of a local Parquet file's footer (the Thrift metadata).
+fn read_footer(storage: &Storage, m: &FileMeta) -> Result<Vec<u8>> {
+    if m.size < 12 {
+        return Err(not_parquet(m, "too short"));
+    }
+    let tail = storage.read_range(&m.location, m.size - 8..m.size)?;
+    let len = footer_len(m, &tail)?;
+    Ok(storage
+        .read_range(&m.location, m.size - 8 - len..m.size - 8)?
+        .to_vec())
+}
+
+/// [`read_footer`] of an object, async (many in flight).
+async fn remote_footer(storage: &Storage, m: &FileMeta) -> Result<Vec<u8>> {
+    use object_store::ObjectStoreExt;
+    if m.size < 12 {
+        return Err(not_parquet(m, "too short"));
+    }
+    let Location::S3 { bucket, .. } = &m.location else {
+        unreachable!("remote footer of a local file")
+    };
+    let store = storage.s3(bucket)?;
+    let path = m.location.object_path().expect("s3 path");
+    // One request for the usual footer sizes, a second for larger ones.
+    let guess = m.size.min(64 * 1024);
+    let tail = store
+        .get_range(&path, m.size - guess..m.size)
+        .await
+        .map_err(|e| crate::storage::s3_error(e, &m.location))?;
+    let len = footer_len(m, &tail[tail.len() - 8..])?;
+    if len + 8 <= guess {
+        let start = (guess - 8 - len) as usize;
+        return Ok(tail[start..tail.len() - 8].to_vec());
+    }
+    Ok(store
+        .get_range(&path, m.size - 8 - len..m.size - 8)
+        .await
+        .map_err(|e| crate::storage::s3_error(e, &m.location))?
+        .to_vec())
+}
+
+/// The dataset schema: every file must have the same column names and
+/// types; a column is nullable when it is in any file; metadata is the
+/// first file's.
+fn unify_schemas<'a>(
+    mut schemas: impl Iterator<Item = (&'a Location, &'a SchemaRef)>,
+) -> Result<SchemaRef> {
+    let (first_loc, first) = schemas.next().expect("at least one file");
+    let mut fields: Vec<Field> = first.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for (loc, s) in schemas {
+        let same = s.fields().len() == fields.len()
+            && s.fields()
+                .iter()
+                .zip(&fields)
+                .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+        if !same {
+            let describe =
+                |fs: &mut dyn Iterator<Item = (&String, &arrow::datatypes::DataType)>| {
+                    fs.map(|(n, t)| format!("{n}: {t}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+            return Err(Failure::bad_input(format!(
+                "input files have different schemas: {first_loc} has [{}] but {loc} has [{}]; a dataset's files must share one schema",
+                describe(&mut fields.iter().map(|f| (f.name(), f.data_type()))),
+                describe(&mut s.fields().iter().map(|f| (f.name(), f.data_type())))
+            ))
+            .into());
+        }
+        for (f, g) in fields.iter_mut().zip(s.fields()) {
+            if g.is_nullable() && !f.is_nullable() {
+                *f = f.clone().with_nullable(true);
+            }
+        }
+    }
+    Ok(Arc::new(Schema::new_with_metadata(
+        fields,
+        first.metadata().clone(),
+    )))
+}
+
+/// Byte ranges of one object for the async Parquet reader; the footer was
+/// already read by [`Dataset::open`].
+pub(super) struct ObjectReader {
+    pub(super) store: Arc<dyn object_store::ObjectStore>,
+    pub(super) path: object_store::path::Path,
+    pub(super) metadata: Arc<parquet::file::metadata::ParquetMetaData>,
+}
+
+impl AsyncFileReader for ObjectReader {
+    fn get_bytes(
+        &mut self,
+        range: std::ops::Range<u64>,
+    ) -> futures::future::BoxFuture<'_, parquet::errors::Result<bytes::Bytes>> {
+        use object_store::ObjectStoreExt;
+        Box::pin(async move {
+            self.store
+                .get_range(&self.path, range)
+                .await
+                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+        })
+    }
+
+    fn get_byte_ranges(
+        &mut self,
+        ranges: Vec<std::ops::Range<u64>>,
+    ) -> futures::future::BoxFuture<'_, parquet::errors::Result<Vec<bytes::Bytes>>> {
+        Box::pin(async move {
+            self.store
+                .get_ranges(&self.path, &ranges)
+                .await
+                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+        })
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        _options: Option<&'a ArrowReaderOptions>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        parquet::errors::Result<Arc<parquet::file::metadata::ParquetMetaData>>,
+    > {
+        let m = self.metadata.clone();
+        Box::pin(async move { Ok(m) })
+    }
+}

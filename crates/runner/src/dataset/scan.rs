@@ -1,0 +1,234 @@
+//! [`Scan`]: the record batches of a dataset, file after file, projected
+//! to some columns, each batch carrying the dataset's schema; Parquet read
+//! locally or by ranged requests, CSV streamed (and hashed when asked).
+
+use std::cell::RefCell;
+use std::io::Read;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use futures::StreamExt;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::ProjectionMask;
+use sha2::{Digest, Sha256};
+
+use super::csv_input::{csv_read_error, Hashing};
+use super::parquet_input::ObjectReader;
+use super::{csv_error, Dataset, Format, BATCH_ROWS};
+use crate::exit::Failure;
+use crate::storage::{Location, Storage};
+
+impl Dataset {
+    /// Streams the dataset, projected to the columns `projection` (indices
+    /// into [`Dataset::schema`], ascending), or every column.
+    ///
+    /// With `fingerprint` set, CSV bytes are hashed while they are read (see
+    /// [`Scan::csv_hash`] and [`Dataset::fingerprint`]).
+    pub fn scan<'a>(
+        &'a self,
+        storage: &'a Storage,
+        projection: Option<Vec<usize>>,
+        fingerprint: bool,
+    ) -> Scan<'a> {
+        let schema = match &projection {
+            Some(p) => Arc::new(self.schema.project(p).expect("projection in range")),
+            None => self.schema.clone(),
+        };
+        Scan {
+            dataset: self,
+            storage,
+            projection,
+            schema,
+            next_file: 0,
+            current: None,
+            hasher: (fingerprint && self.format == Format::Csv)
+                .then(|| Rc::new(RefCell::new(Sha256::new()))),
+            rows: 0,
+            done: false,
+        }
+    }
+}
+
+enum Reader<'a> {
+    ParquetLocal(parquet::arrow::arrow_reader::ParquetRecordBatchReader),
+    ParquetRemote(Box<parquet::arrow::async_reader::ParquetRecordBatchStream<ObjectReader>>),
+    Csv(Box<arrow_csv::reader::Reader<Box<dyn Read + 'a>>>),
+}
+
+/// A stream of record batches over every file of a dataset.
+pub struct Scan<'a> {
+    dataset: &'a Dataset,
+    storage: &'a Storage,
+    projection: Option<Vec<usize>>,
+    schema: SchemaRef,
+    next_file: usize,
+    current: Option<(Reader<'a>, Location)>,
+    hasher: Option<Rc<RefCell<Sha256>>>,
+    rows: u64,
+    done: bool,
+}
+
+impl<'a> Scan<'a> {
+    /// Rows read so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The hash of the CSV bytes read (after the whole scan).
+    pub fn csv_hash(&self) -> Option<[u8; 32]> {
+        self.hasher
+            .as_ref()
+            .map(|h| h.borrow().clone().finalize().into())
+    }
+
+    fn open_next(&mut self) -> Result<bool> {
+        let dataset: &'a Dataset = self.dataset;
+        let storage: &'a Storage = self.storage;
+        let Some(f) = dataset.files.get(self.next_file) else {
+            return Ok(false);
+        };
+        self.next_file += 1;
+        let loc = f.meta.location.clone();
+        let reader = match (&f.parquet, &loc) {
+            (Some(meta), Location::Local(p)) => {
+                let file = std::fs::File::open(p)
+                    .with_context(|| format!("cannot open input {}", p.display()))?;
+                let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
+                    .with_batch_size(BATCH_ROWS);
+                if let Some(p) = &self.projection {
+                    b = b.with_projection(ProjectionMask::roots(
+                        meta.parquet_schema(),
+                        p.iter().copied(),
+                    ));
+                }
+                Reader::ParquetLocal(
+                    b.build()
+                        .with_context(|| format!("cannot read Parquet file {loc}"))?,
+                )
+            }
+            (Some(meta), Location::S3 { bucket, .. }) => {
+                let store = storage.s3(bucket)?;
+                let path = loc.object_path().expect("s3 path");
+                let reader = ObjectReader {
+                    store,
+                    path,
+                    metadata: meta.metadata().clone(),
+                };
+                let mut b =
+                    ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta.clone())
+                        .with_batch_size(BATCH_ROWS);
+                if let Some(p) = &self.projection {
+                    b = b.with_projection(ProjectionMask::roots(
+                        meta.parquet_schema(),
+                        p.iter().copied(),
+                    ));
+                }
+                Reader::ParquetRemote(Box::new(
+                    b.build()
+                        .with_context(|| format!("cannot read Parquet object {loc}"))?,
+                ))
+            }
+            (None, _) => {
+                let raw = storage.open_read(&loc)?;
+                let raw: Box<dyn Read + 'a> = match &self.hasher {
+                    Some(h) => Box::new(Hashing {
+                        inner: raw,
+                        hasher: h.clone(),
+                    }),
+                    None => raw,
+                };
+                let mut b = arrow_csv::ReaderBuilder::new(dataset.schema.clone())
+                    .with_format(
+                        dataset
+                            .csv
+                            .clone()
+                            .expect("csv format")
+                            .with_header_validation(self.next_file > 1),
+                    )
+                    .with_batch_size(BATCH_ROWS);
+                if let Some(p) = &self.projection {
+                    b = b.with_projection(p.clone());
+                }
+                Reader::Csv(Box::new(
+                    b.build(raw)
+                        .map_err(|e| csv_error(e, &loc, Some(&dataset.schema), 0))?,
+                ))
+            }
+        };
+        self.current = Some((reader, loc));
+        Ok(true)
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.current.is_none() && !self.open_next()? {
+                return Ok(None);
+            }
+            let (reader, loc) = self.current.as_mut().expect("open reader");
+            let next: Option<Result<RecordBatch>> = match reader {
+                Reader::ParquetLocal(r) => r.next().map(|b| {
+                    b.map_err(|e| {
+                        anyhow::Error::new(Failure::bad_input(format!(
+                            "corrupt Parquet data in {loc}: {e}"
+                        )))
+                    })
+                }),
+                Reader::ParquetRemote(s) => self.storage.block_on(s.next()).map(|b| {
+                    b.map_err(|e| match e {
+                        parquet::errors::ParquetError::External(_) => anyhow::Error::new(e)
+                            .context(format!("cannot read Parquet object {loc}")),
+                        e => anyhow::Error::new(Failure::bad_input(format!(
+                            "corrupt Parquet data in {loc}: {e}"
+                        ))),
+                    })
+                }),
+                Reader::Csv(r) => {
+                    let header = usize::from(self.dataset.csv_header);
+                    r.next().map(|b| {
+                        b.map_err(|e| csv_read_error(e, loc, &self.dataset.schema, header))
+                    })
+                }
+            };
+            match next {
+                None => self.current = None,
+                Some(Err(e)) => return Err(e),
+                Some(Ok(b)) => {
+                    self.rows += b.num_rows() as u64;
+                    // Batches of every file carry the dataset's schema.
+                    let b = if b.schema() == self.schema {
+                        b
+                    } else {
+                        RecordBatch::try_new(self.schema.clone(), b.columns().to_vec())
+                            .with_context(|| format!("{loc} does not match the dataset schema"))?
+                    };
+                    return Ok(Some(b));
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_batch() {
+            Ok(Some(b)) => Some(Ok(b)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

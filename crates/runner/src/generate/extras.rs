@@ -1,0 +1,169 @@
+//! The extra columns `extra_i`: their kind (int64, float64, low or high
+//! cardinality string, UTC timestamp, in turn), their share of nulls, and
+//! the drawing of one column of a chunk.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Float64Array, Int64Array, StringBuilder, TimestampMicrosecondArray};
+use arrow::buffer::NullBuffer;
+use rand::{Rng, RngCore};
+use rand_chacha::ChaCha8Rng;
+
+use super::model::{hit, Model};
+
+/// Distinct values of a low-cardinality extra string column.
+pub(super) const LOW_CARDINALITY: usize = 1_000;
+
+/// Timestamps are drawn from [2000-01-01, 2025-01-01) UTC, whole seconds.
+const TIMESTAMP_FROM_S: i64 = 946_684_800;
+const TIMESTAMP_SPAN_S: i64 = 788_918_400;
+
+/// The kind of an extra column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ExtraKind {
+    Int,
+    Float,
+    LowCardinalityString,
+    HighCardinalityString,
+    Timestamp,
+}
+
+/// Kind and share of nulls of `extra_{i}`.
+pub(super) fn extra_column(i: usize) -> (ExtraKind, f64) {
+    let kind = match i % 4 {
+        0 => ExtraKind::Int,
+        1 => ExtraKind::Float,
+        2 if (i / 4) % 2 == 0 => ExtraKind::LowCardinalityString,
+        2 => ExtraKind::HighCardinalityString,
+        _ => ExtraKind::Timestamp,
+    };
+    (kind, [0.0, 0.01, 0.1][i % 3])
+}
+
+impl Model {
+    /// One extra column for one chunk.
+    pub(super) fn extra(
+        &self,
+        kind: ExtraKind,
+        nulls: u64,
+        rng: &mut ChaCha8Rng,
+        len: usize,
+    ) -> ArrayRef {
+        let mut valid = Vec::with_capacity(len);
+        match kind {
+            ExtraKind::Int => {
+                let mut v = Vec::with_capacity(len);
+                for _ in 0..len {
+                    valid.push(!hit(rng, nulls));
+                    v.push(rng.gen_range(0..1_000_000i64));
+                }
+                Arc::new(Int64Array::new(v.into(), null_buffer(valid)))
+            }
+            ExtraKind::Float => {
+                let mut v = Vec::with_capacity(len);
+                for _ in 0..len {
+                    valid.push(!hit(rng, nulls));
+                    // An amount with cents, 0.00 ..= 1000.00.
+                    v.push(rng.gen_range(0..=100_000i64) as f64 / 100.0);
+                }
+                Arc::new(Float64Array::new(v.into(), null_buffer(valid)))
+            }
+            ExtraKind::Timestamp => {
+                let mut v = Vec::with_capacity(len);
+                for _ in 0..len {
+                    valid.push(!hit(rng, nulls));
+                    let s = TIMESTAMP_FROM_S + rng.gen_range(0..TIMESTAMP_SPAN_S);
+                    v.push(s * 1_000_000);
+                }
+                Arc::new(
+                    TimestampMicrosecondArray::new(v.into(), null_buffer(valid))
+                        .with_timezone("UTC"),
+                )
+            }
+            ExtraKind::LowCardinalityString => {
+                let mut b = StringBuilder::with_capacity(len, len * 7);
+                for _ in 0..len {
+                    let null = hit(rng, nulls);
+                    let label = &self.labels[rng.gen_range(0..LOW_CARDINALITY)];
+                    if null {
+                        b.append_null();
+                    } else {
+                        b.append_value(label);
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            ExtraKind::HighCardinalityString => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let mut b = StringBuilder::with_capacity(len, len * 16);
+                let mut text = [0u8; 16];
+                for _ in 0..len {
+                    let null = hit(rng, nulls);
+                    let mut x = rng.next_u64();
+                    for t in text.iter_mut().rev() {
+                        *t = HEX[(x & 15) as usize];
+                        x >>= 4;
+                    }
+                    if null {
+                        b.append_null();
+                    } else {
+                        // The bytes are ASCII hex digits.
+                        b.append_value(std::str::from_utf8(&text).unwrap_or_default());
+                    }
+                }
+                Arc::new(b.finish())
+            }
+        }
+    }
+}
+
+/// A validity buffer, or none when every value is valid.
+fn null_buffer(valid: Vec<bool>) -> Option<NullBuffer> {
+    if valid.iter().all(|&v| v) {
+        None
+    } else {
+        Some(NullBuffer::from(valid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::model::tests::rows;
+    use crate::generate::Like;
+    use arrow::array::{Array, AsArray};
+
+    #[test]
+    fn extras_have_their_nulls_and_ranges() {
+        let m = Model::new(Like::Adult, 2, 0.02, 12).unwrap();
+        let batches = rows(&m, 100_000);
+        for i in 0..12 {
+            let name = format!("extra_{i}");
+            let nulls: usize = batches
+                .iter()
+                .map(|b| b.column_by_name(&name).unwrap().null_count())
+                .sum();
+            let expected = [0.0, 0.01, 0.1][i % 3] * 100_000.0;
+            assert!(
+                (nulls as f64 - expected).abs() <= 0.1 * expected + 1.0,
+                "{name}: {nulls} nulls, expected about {expected}"
+            );
+        }
+        let b = &batches[0];
+        let distinct = |name: &str| {
+            let c = b.column_by_name(name).unwrap().as_string::<i32>();
+            c.iter()
+                .flatten()
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+        };
+        assert!(distinct("extra_2") <= LOW_CARDINALITY);
+        assert!(distinct("extra_6") > 60_000);
+        let ts = b.column_by_name("extra_3").unwrap();
+        let ts = ts.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
+        assert!(ts.iter().flatten().all(|t| {
+            (TIMESTAMP_FROM_S * 1_000_000..(TIMESTAMP_FROM_S + TIMESTAMP_SPAN_S) * 1_000_000)
+                .contains(&t)
+        }));
+    }
+}
