@@ -1,4 +1,4 @@
-//! Shared helpers for engine integration tests and benches: the bundled
+//! Shared helpers for engine integration tests: the bundled
 //! Adult data and small hand-made tables.
 #![allow(dead_code)]
 

@@ -2,11 +2,10 @@
 //! Adult job: 8 QIs with their hierarchies, 6,480 lattice nodes.
 //!
 //! ```text
-//! cargo bench -p kanon-engine --bench full_domain -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p kanon-benches --bench full_domain -- --warm-up-time 1 --measurement-time 3
 //! ```
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use kanon_benches as common;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use kanon_engine::algorithms::{by_name, Context};

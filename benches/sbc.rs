@@ -2,19 +2,16 @@
 //! (`configs/adult-flexible.toml`): the thesis's 5,000-row, 3-QI table and
 //! the full 30,162-row, 8-QI table, index and scan searches.
 //!
-//! `cargo bench -p kanon-engine --bench sbc -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p kanon-benches --bench sbc -- --warm-up-time 1 --measurement-time 3`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use kanon_benches as common;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use kanon_engine::encode::QiTable;
 use kanon_engine::spec::{JobSpec, Role};
 
 fn job(qis: &[&str], rows: Option<usize>, k: usize, search: &str) -> (JobSpec, QiTable) {
-    let text =
-        std::fs::read_to_string(common::repo_root().join("configs/adult-flexible.toml")).unwrap();
-    let mut spec: JobSpec = toml::from_str(&text).unwrap();
+    let mut spec = common::config("adult-flexible.toml");
     if !qis.is_empty() {
         spec.attributes
             .retain(|a| qis.contains(&a.name.as_str()) || a.role != Role::QuasiIdentifier);

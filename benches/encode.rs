@@ -3,10 +3,9 @@
 //! hierarchy files) and one million generated rows of three numeric QIs
 //! (Int64, Float64 with fractions, Decimal128) encoded flexibly.
 //!
-//! `cargo bench -p kanon-engine --bench encode -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p kanon-benches --bench encode -- --warm-up-time 1 --measurement-time 3`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use kanon_benches as common;
 
 use std::sync::Arc;
 

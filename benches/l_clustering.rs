@@ -3,20 +3,17 @@
 //! table and the first 5,000 rows, against l-diverse Mondrian.
 //!
 //! ```text
-//! cargo bench -p kanon-engine --bench l_clustering -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p kanon-benches --bench l_clustering -- --warm-up-time 1 --measurement-time 3
 //! ```
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use kanon_benches as common;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use kanon_engine::encode::QiTable;
 use kanon_engine::spec::JobSpec;
 
 fn job(rows: Option<usize>) -> (JobSpec, QiTable) {
-    let text = std::fs::read_to_string(common::repo_root().join("configs/adult-occupation.toml"))
-        .expect("configs/adult-occupation.toml");
-    let spec: JobSpec = toml::from_str(&text).expect("valid job");
+    let spec = common::config("adult-occupation.toml");
     let hierarchies = common::load_hierarchies(&spec);
     let mut batches = common::adult_batches();
     if let Some(n) = rows {

@@ -4,10 +4,9 @@
 //! 30,162; and the whole pipeline's engine part (encode + anonymise +
 //! recode) on all rows.
 //!
-//! `cargo bench -p kanon-engine --bench mondrian -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p kanon-benches --bench mondrian -- --warm-up-time 1 --measurement-time 3`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use kanon_benches as common;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use kanon_engine::recode::Recoder;

@@ -2,11 +2,10 @@
 //! proof of optimality, five QIs at k = 10.
 //!
 //! ```text
-//! cargo bench -p kanon-engine --bench heuristic_min -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p kanon-benches --bench heuristic_min -- --warm-up-time 1 --measurement-time 3
 //! ```
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use kanon_benches as common;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use kanon_engine::anonymize;

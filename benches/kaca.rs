@@ -2,19 +2,16 @@
 //! `configs/adult-kaca.toml`): the tuned settings of the config and the
 //! paper's (random order, uniform WHD), k = 10, and the first 10,000 rows.
 //!
-//! `cargo bench -p kanon-engine --bench kaca -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p kanon-benches --bench kaca -- --warm-up-time 1 --measurement-time 3`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use kanon_benches as common;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use kanon_engine::encode::QiTable;
 use kanon_engine::spec::JobSpec;
 
 fn job(rows: Option<usize>, paper: bool) -> (JobSpec, QiTable) {
-    let text =
-        std::fs::read_to_string(common::repo_root().join("configs/adult-kaca.toml")).unwrap();
-    let mut spec: JobSpec = toml::from_str(&text).unwrap();
+    let mut spec = common::config("adult-kaca.toml");
     if paper {
         spec.algorithm.params.clear();
     }
