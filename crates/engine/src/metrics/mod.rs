@@ -2,11 +2,13 @@
 //! table and the partition: information loss (WHD distortion, NCP,
 //! granularity, precision, discernibility, AECS, modification rate, O/I,
 //! L-clustering's uncertainty loss) and risk (smallest class, rows in classes
-//! below k, l-diversity achieved per sensitive column).
+//! below k, l-diversity achieved per sensitive column), and the loss under
+//! every metric of the utility registry ([`utility`]).
 
 pub mod distortion;
 pub mod loss;
 pub mod risk;
+pub mod utility;
 
 use serde::Serialize;
 
@@ -86,6 +88,18 @@ pub struct Report {
     pub uncertainty_loss: f64,
     /// The l-diversity achieved in each sensitive column.
     pub sensitive: Vec<SensitiveDiversity>,
+    /// The loss under every registered utility metric
+    /// ([`utility::all`]), in registry order; lower keeps more.
+    pub utility_metrics: Vec<UtilityLoss>,
+}
+
+/// A release's loss under one registered utility metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UtilityLoss {
+    /// The metric's registered name.
+    pub metric: String,
+    /// Its value; lower keeps more information.
+    pub loss: f64,
 }
 
 /// The l-diversity a release achieves in one sensitive column: the worst
@@ -235,6 +249,14 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
             .collect(),
         uncertainty_loss,
         sensitive,
+        utility_metrics: utility::measure_all(&utility::ReleaseView {
+            table,
+            partition,
+            k,
+        })
+        .into_iter()
+        .map(|(metric, loss)| UtilityLoss { metric, loss })
+        .collect(),
     }
 }
 

@@ -1,0 +1,233 @@
+//! The utility-metric registry: every measure of information loss a run
+//! reports, built in or added by a library user ([`register`]), with its
+//! name, a one-line summary and how to compute it from a release, declared
+//! in one place (ARX's `metric/Metric.java` plays this part there). Every
+//! registered metric is computed for every run and lands in the report's
+//! `utility_metrics` list (`kanon anonymize --metrics-json`), so users
+//! compare algorithms on their own data with the measure they trust.
+//!
+//! The built-in ones (`docs/SPEC.md` section 3): NCP (Xu et al., KDD 2006),
+//! ARX's granularity, Sweeney's precision loss, the uniform WHD distortion
+//! ratio (Li et al., "Achieving k-anonymity by clustering in attribute
+//! hierarchical structures", DaWaK 2006), the discernibility metric `DM`
+//! (Bayardo and Agrawal, ICDE 2005) and the normalised average class size
+//! `C_AVG` (LeFevre et al., ICDE 2006). Lower is better for each.
+
+use std::sync::RwLock;
+
+use crate::encode::{QiColumn, QiTable};
+use crate::error::{Error, Result};
+use crate::generalise::Cell;
+use crate::metrics::{distortion, loss, Weights};
+use crate::partition::Partition;
+
+/// What a metric sees: the encoded input, the release's partition and the
+/// requested k.
+#[derive(Debug, Clone, Copy)]
+pub struct ReleaseView<'a> {
+    /// The encoded input.
+    pub table: &'a QiTable,
+    /// The groups, their published tuples and the suppressed rows.
+    pub partition: &'a Partition,
+    /// The k the job asked for.
+    pub k: usize,
+}
+
+impl ReleaseView<'_> {
+    /// The mean of `cost` over every QI cell of the release, a suppressed
+    /// row's cells costing `cost` of [`Cell::Suppressed`].
+    pub fn mean_cell_cost(&self, cost: impl Fn(&QiColumn, &Cell) -> f64) -> f64 {
+        let (table, partition) = (self.table, self.partition);
+        let sizes = partition.group_sizes();
+        let mut sum = 0.0;
+        for (g, &size) in sizes.iter().enumerate().take(partition.n_groups()) {
+            if size > 0 {
+                sum += size as f64
+                    * table
+                        .columns()
+                        .iter()
+                        .zip(partition.tuple(g))
+                        .map(|(col, cell)| cost(col, cell))
+                        .sum::<f64>();
+            }
+        }
+        let suppressed = partition.suppressed() as f64;
+        if suppressed > 0.0 {
+            sum += suppressed
+                * table
+                    .columns()
+                    .iter()
+                    .map(|col| cost(col, &Cell::Suppressed))
+                    .sum::<f64>();
+        }
+        sum / (table.n_rows() * table.n_qi()).max(1) as f64
+    }
+
+    /// The sizes of the published classes (groups with identical published
+    /// tuples form one class).
+    pub fn class_sizes(&self) -> Vec<usize> {
+        let (class_of_group, n_classes) = self.partition.published_classes();
+        let mut sizes = vec![0usize; n_classes];
+        for (g, &size) in self.partition.group_sizes().iter().enumerate() {
+            if let Some(&c) = class_of_group.get(g) {
+                sizes[c as usize] += size;
+            }
+        }
+        sizes.retain(|&s| s > 0);
+        sizes
+    }
+}
+
+/// Computes a metric's loss; lower keeps more information.
+pub type Measure = fn(&ReleaseView<'_>) -> f64;
+
+/// One registered utility metric.
+#[derive(Debug, Clone, Copy)]
+pub struct UtilityMetric {
+    /// The name reports use, lower case with hyphens.
+    pub name: &'static str,
+    /// One line for help texts and tables.
+    pub summary: &'static str,
+    /// How to compute it.
+    pub measure: Measure,
+}
+
+/// The metrics kanon ships with, in the order reports list them.
+const BUILT_IN: &[UtilityMetric] = &[
+    UtilityMetric {
+        name: "ncp",
+        summary: "normalised certainty penalty: mean over QI cells of the share of the domain a published value covers",
+        measure: |r| r.mean_cell_cost(loss::cell_ncp),
+    },
+    UtilityMetric {
+        name: "granularity",
+        summary: "ARX's granularity: mean over QI cells of (input values covered - 1) / (distinct input values - 1)",
+        measure: |r| r.mean_cell_cost(loss::cell_granularity),
+    },
+    UtilityMetric {
+        name: "precision-loss",
+        summary: "Sweeney's precision loss: mean over QI cells of the hierarchy level reached over the height",
+        measure: |r| r.mean_cell_cost(loss::cell_precision_loss),
+    },
+    UtilityMetric {
+        name: "whd",
+        summary: "weighted hierarchical distance, uniform weights: mean over QI cells",
+        measure: |r| r.mean_cell_cost(|col, cell| distortion::cell_whd(col, cell, Weights::Uniform)),
+    },
+    UtilityMetric {
+        name: "discernibility",
+        summary: "discernibility metric DM: sum of squared class sizes, n per row in a class below k or suppressed",
+        measure: discernibility,
+    },
+    UtilityMetric {
+        name: "aecs",
+        summary: "normalised average class size C_AVG: published rows / classes / k",
+        measure: normalised_aecs,
+    },
+];
+
+fn discernibility(r: &ReleaseView<'_>) -> f64 {
+    let n = r.table.n_rows();
+    r.class_sizes()
+        .iter()
+        .map(|&s| {
+            if s >= r.k {
+                (s * s) as f64
+            } else {
+                (n * s) as f64
+            }
+        })
+        .sum::<f64>()
+        + (r.partition.suppressed() * n) as f64
+}
+
+fn normalised_aecs(r: &ReleaseView<'_>) -> f64 {
+    let sizes = r.class_sizes();
+    if sizes.is_empty() {
+        return 0.0;
+    }
+    sizes.iter().sum::<usize>() as f64 / sizes.len() as f64 / r.k.max(1) as f64
+}
+
+/// Metrics registered at run time, after the built-in ones.
+static REGISTERED: RwLock<Vec<UtilityMetric>> = RwLock::new(Vec::new());
+
+/// Adds a metric to every run of this process (the CLI's, SQL's, a library
+/// user's).
+///
+/// # Errors
+/// [`Error::Spec`] when the name is empty, not lower case with hyphens, or
+/// taken.
+pub fn register(metric: UtilityMetric) -> Result<()> {
+    let name = metric.name;
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(Error::spec(
+            "metrics",
+            format!("cannot register `{name}`: a metric's name is lower case letters, digits and hyphens"),
+        ));
+    }
+    let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    if BUILT_IN
+        .iter()
+        .chain(registered.iter())
+        .any(|m| m.name == name)
+    {
+        return Err(Error::spec(
+            "metrics",
+            format!("cannot register `{name}`: a metric of that name exists"),
+        ));
+    }
+    registered.push(metric);
+    Ok(())
+}
+
+/// Every registered metric: the built-in ones, then those added by
+/// [`register`].
+pub fn all() -> Vec<UtilityMetric> {
+    let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    BUILT_IN.iter().chain(registered.iter()).copied().collect()
+}
+
+/// The metric of that name.
+pub fn get(name: &str) -> Option<UtilityMetric> {
+    all().into_iter().find(|m| m.name == name)
+}
+
+/// Every registered metric's loss on `release`, by name, in registry order.
+pub fn measure_all(release: &ReleaseView<'_>) -> Vec<(String, f64)> {
+    all()
+        .iter()
+        .map(|m| (m.name.to_string(), (m.measure)(release)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_names_are_unique_and_taken() {
+        let names: Vec<&str> = BUILT_IN.iter().map(|m| m.name).collect();
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[..i].contains(n), "{n} twice");
+        }
+        let err = register(UtilityMetric {
+            name: "ncp",
+            ..BUILT_IN[0]
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("exists"), "{err}");
+        let err = register(UtilityMetric {
+            name: "Bad Name",
+            ..BUILT_IN[0]
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("lower case"), "{err}");
+    }
+}
