@@ -2,6 +2,14 @@
 //! multipart upload whose parts are sent a few at a time while the file is
 //! written and which is completed only when the release is committed (or
 //! aborted when it is dropped).
+//!
+//! Why not object_store's `WriteMultipart`: it sends a short last part only
+//! in `finish`, which also completes the upload. A file's last part must be
+//! uploaded when the file closes (else every closed file of a large release
+//! keeps up to a part in memory until the commit) while the upload is
+//! completed only at the commit (else an `--overwrite` release would appear
+//! at its destination before it was verified). The parts themselves go
+//! through object_store's `MultipartUpload`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
