@@ -861,6 +861,18 @@ fn corrupt_parquet() {
         .arg("-o")
         .arg(dir.path().join("o.parquet")));
     expect_error(&o, 2, &["garbage.parquet", "not a readable Parquet file"]);
+    // An encrypted footer (magic PARE) is named as such, not misread.
+    let input = dir.path().join("sealed.parquet");
+    let mut sealed = format!("PARE{PLANTED}").into_bytes();
+    sealed.extend_from_slice(&8u32.to_le_bytes());
+    sealed.extend_from_slice(b"PARE");
+    std::fs::write(&input, sealed).unwrap();
+    let o = run(kanon()
+        .args(["anonymize", "-c", "configs/adult.toml", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("o.parquet")));
+    expect_error(&o, 2, &["sealed.parquet", "its footer is encrypted"]);
     // Valid footer, corrupt data in a QI column: found in pass 1.
     let input = dir.path().join("in.parquet");
     write_parquet(&input, &[adult().slice(0, 3000)]);
@@ -871,7 +883,7 @@ fn corrupt_parquet() {
         .arg("-o")
         .arg(dir.path().join("o.parquet")));
     expect_error(&o, 2, &["in.parquet", "corrupt Parquet data"]);
-    assert_eq!(ls(dir.path()), vec!["garbage.parquet", "in.parquet"]);
+    assert_eq!(ls(dir.path()), vec!["garbage.parquet", "in.parquet", "sealed.parquet"]);
 }
 
 #[test]

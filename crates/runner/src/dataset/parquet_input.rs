@@ -10,7 +10,7 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::async_reader::AsyncFileReader;
-use parquet::file::metadata::ParquetMetaDataReader;
+use parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
 use sha2::{Digest, Sha256};
 
 use super::{Dataset, Format, InputFile};
@@ -118,10 +118,12 @@ fn footer_len(m: &FileMeta, tail: &[u8]) -> Result<u64> {
     if m.size < 12 {
         return Err(not_parquet(m, "too short"));
     }
-    if &tail[4..8] != b"PAR1" {
-        return Err(not_parquet(m, "no Parquet magic at its end"));
+    let tail =
+        FooterTail::try_from(tail).map_err(|_| not_parquet(m, "no Parquet magic at its end"))?;
+    if tail.is_encrypted_footer() {
+        return Err(not_parquet(m, "its footer is encrypted"));
     }
-    let len = u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")) as u64;
+    let len = tail.metadata_length() as u64;
     if len + 12 > m.size {
         return Err(not_parquet(m, "footer length beyond the file"));
     }
@@ -210,7 +212,9 @@ fn unify_schemas<'a>(
 }
 
 /// Byte ranges of one object for the async Parquet reader; the footer was
-/// already read by [`Dataset::open`].
+/// already read by [`Dataset::open`]. Written here on purpose: parquet 59
+/// deprecates its `ParquetObjectReader` in favour of implementing
+/// `AsyncFileReader` directly over `object_store` (apache/arrow-rs#10308).
 pub(super) struct ObjectReader {
     pub(super) store: Arc<dyn object_store::ObjectStore>,
     pub(super) path: object_store::path::Path,
