@@ -883,7 +883,10 @@ fn corrupt_parquet() {
         .arg("-o")
         .arg(dir.path().join("o.parquet")));
     expect_error(&o, 2, &["in.parquet", "corrupt Parquet data"]);
-    assert_eq!(ls(dir.path()), vec!["garbage.parquet", "in.parquet", "sealed.parquet"]);
+    assert_eq!(
+        ls(dir.path()),
+        vec!["garbage.parquet", "in.parquet", "sealed.parquet"]
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! repository root, so paths read as in the README (`configs/adult.toml`,
 //! `data/adult/adult.parquet`).
 //!
-//! `cargo test -p kanon-datafusion --test sqllogictests [-- FILTER] [-- --complete]`
+//! `cargo test -p kanon-e2e --test sqllogictests [-- FILTER] [-- --complete]`
 //! (`--complete` rewrites the expected results: review the diff).
 
 use std::path::{Path, PathBuf};
@@ -119,7 +119,7 @@ impl sqllogictest::AsyncDB for Kanon {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 async fn run_file(path: &Path, complete: bool) -> Result<(), String> {
@@ -150,7 +150,7 @@ async fn run_file(path: &Path, complete: bool) -> Result<(), String> {
 }
 
 fn main() {
-    let sql_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sql");
+    let sql_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
     let complete = std::env::args().any(|a| a == "--complete");
     let filter: Vec<String> = std::env::args()
         .skip(1)

@@ -5,7 +5,7 @@
 //! releases pass `kanon verify` and an independent count of their classes.
 //! A registered algorithm that breaks k publishes nothing.
 
-mod common;
+use kanon_e2e as common;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -171,7 +171,6 @@ fn a_registered_algorithm_that_breaks_k_publishes_nothing() {
     assert_eq!(common::ls(dir.path()), vec!["job.toml".to_string()]);
 }
 
-#[cfg(feature = "sql")]
 #[test]
 fn a_registered_algorithm_runs_in_sql_anonymize() {
     register_once();
