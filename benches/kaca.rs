@@ -15,12 +15,7 @@ fn job(rows: Option<usize>, paper: bool) -> (JobSpec, QiTable) {
     if paper {
         spec.algorithm.params.clear();
     }
-    let hierarchies = common::load_hierarchies(&spec);
-    let mut batches = common::adult_batches();
-    if let Some(n) = rows {
-        batches = common::first_rows(batches, n);
-    }
-    let table = common::encode(&spec, &hierarchies, &batches);
+    let table = common::adult_rows_table(&spec, rows);
     (spec, table)
 }
 

@@ -14,12 +14,7 @@ use kanon_engine::spec::JobSpec;
 
 fn job(rows: Option<usize>) -> (JobSpec, QiTable) {
     let spec = common::config("adult-occupation.toml");
-    let hierarchies = common::load_hierarchies(&spec);
-    let mut batches = common::adult_batches();
-    if let Some(n) = rows {
-        batches = common::first_rows(batches, n);
-    }
-    let table = common::encode(&spec, &hierarchies, &batches);
+    let table = common::adult_rows_table(&spec, rows);
     (spec, table)
 }
 

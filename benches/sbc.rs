@@ -20,11 +20,7 @@ fn job(qis: &[&str], rows: Option<usize>, k: usize, search: &str) -> (JobSpec, Q
     spec.algorithm
         .params
         .insert("search".into(), serde_json::Value::String(search.into()));
-    let mut batches = common::adult_batches();
-    if let Some(n) = rows {
-        batches = common::first_rows(batches, n);
-    }
-    let table = common::encode(&spec, &Default::default(), &batches);
+    let table = common::adult_rows_table(&spec, rows);
     (spec, table)
 }
 

@@ -1,4 +1,5 @@
-//! Shared loaders of kanon's benchmarks (`benches/*.rs`): the bundled Adult
+//! Shared loaders of kanon's benchmarks (`benches/*.rs`) and of the
+//! engine's integration tests (`crates/engine/tests/common`): the bundled Adult
 //! data (`data/adult/`) and jobs (`configs/`) of this repository, a seeded
 //! generator of Adult-like rows at any size ([`adult_like`]) and the
 //! engine's whole release path ([`release`]).
@@ -27,7 +28,13 @@ pub fn repo_root() -> PathBuf {
 /// The bundled Adult data (`data/adult/adult.parquet`, 30,162 rows) as
 /// record batches.
 pub fn adult_batches() -> Vec<RecordBatch> {
-    let path = repo_root().join("data/adult/adult.parquet");
+    adult_batches_from("data/adult/adult.parquet")
+}
+
+/// The record batches of a Parquet file, its path relative to the
+/// repository root (or absolute).
+pub fn adult_batches_from(path: &str) -> Vec<RecordBatch> {
+    let path = repo_root().join(path);
     let file = std::fs::File::open(&path)
         .unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
     ParquetRecordBatchReaderBuilder::try_new(file)
@@ -76,17 +83,19 @@ pub fn adult_job(qis: &[&str]) -> (JobSpec, FxHashMap<String, Arc<Hierarchy>>) {
     (spec, hierarchies)
 }
 
-/// Loads every hierarchy file the spec names, relative to the repository root.
+/// Loads every hierarchy file the spec names, relative to the repository
+/// root, through [`kanon_engine::job::Job`] as every front end does.
 pub fn load_hierarchies(spec: &JobSpec) -> FxHashMap<String, Arc<Hierarchy>> {
-    spec.hierarchy_files()
-        .map(|(_, path, delim)| {
-            let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
-            (
-                path.to_string(),
-                Arc::new(Hierarchy::from_csv(path, &text, delim).unwrap()),
-            )
+    let job = kanon_engine::job::Job::new(spec.clone(), |file| {
+        std::fs::read_to_string(repo_root().join(file.path)).map(|text| {
+            kanon_engine::job::HierarchyText {
+                source: file.path.to_string(),
+                text,
+            }
         })
-        .collect()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    job.hierarchies().clone()
 }
 
 /// Encodes batches for a job.
@@ -107,6 +116,17 @@ pub fn adult_table(qis: &[&str]) -> (JobSpec, QiTable) {
     let (spec, h) = adult_job(qis);
     let table = encode(&spec, &h, &adult_batches());
     (spec, table)
+}
+
+/// The first `rows` Adult rows (all when `None`) encoded for `spec`, its
+/// hierarchies loaded.
+pub fn adult_rows_table(spec: &JobSpec, rows: Option<usize>) -> QiTable {
+    let hierarchies = load_hierarchies(spec);
+    let mut batches = adult_batches();
+    if let Some(n) = rows {
+        batches = first_rows(batches, n);
+    }
+    encode(spec, &hierarchies, &batches)
 }
 
 /// The first `n` rows of `batches`.

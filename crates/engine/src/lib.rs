@@ -35,6 +35,7 @@ pub mod partition;
 pub mod pipeline;
 pub mod privacy;
 pub mod recode;
+mod registry;
 pub mod release;
 pub(crate) mod similarity;
 pub mod spec;

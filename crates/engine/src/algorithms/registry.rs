@@ -5,12 +5,11 @@
 //! release path looks them up here, and checks their capabilities before
 //! any work, so an algorithm never meets a job it does not honour.
 
-use std::sync::RwLock;
-
 use crate::algorithms::{
     datafly, heuristic_min, incognito, kaca, l_clustering, mondrian, sbc, Algorithm,
 };
 use crate::error::{Error, Result};
+use crate::registry::{Named, Registry};
 use crate::spec::AlgorithmSpec;
 
 /// What an algorithm can do. The defaults are the conservative ones: an
@@ -117,8 +116,14 @@ const BUILT_IN: &[Registration] = &[
     },
 ];
 
-/// Algorithms registered at run time, after the built-in ones.
-static REGISTERED: RwLock<Vec<Registration>> = RwLock::new(Vec::new());
+impl Named for Registration {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// The built-in algorithms and those registered at run time.
+static REGISTRY: Registry<Registration> = Registry::new("an algorithm", "algorithm.name", BUILT_IN);
 
 /// Adds an algorithm for every job of this process (the CLI's, SQL's,
 /// a library user's).
@@ -127,42 +132,18 @@ static REGISTERED: RwLock<Vec<Registration>> = RwLock::new(Vec::new());
 /// [`Error::Spec`] when the name is empty, not lower case with hyphens, or
 /// taken.
 pub fn register(registration: Registration) -> Result<()> {
-    let name = registration.name;
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        return Err(Error::spec(
-            "algorithm.name",
-            format!("cannot register `{name}`: an algorithm's name is lower case letters, digits and hyphens"),
-        ));
-    }
-    let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
-    if BUILT_IN
-        .iter()
-        .chain(registered.iter())
-        .any(|r| r.name == name)
-    {
-        return Err(Error::spec(
-            "algorithm.name",
-            format!("cannot register `{name}`: an algorithm of that name exists"),
-        ));
-    }
-    registered.push(registration);
-    Ok(())
+    REGISTRY.register(registration)
 }
 
 /// Every registered algorithm: the built-in ones, then those added by
 /// [`register`].
 pub fn all() -> Vec<Registration> {
-    let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
-    BUILT_IN.iter().chain(registered.iter()).copied().collect()
+    REGISTRY.all()
 }
 
 /// The algorithm of that name.
 pub fn get(name: &str) -> Option<Registration> {
-    all().into_iter().find(|r| r.name == name)
+    REGISTRY.get(name)
 }
 
 /// The names of every registered algorithm.

@@ -13,13 +13,12 @@
 //! (Bayardo and Agrawal, ICDE 2005) and the normalised average class size
 //! `C_AVG` (LeFevre et al., ICDE 2006). Lower is better for each.
 
-use std::sync::RwLock;
-
 use crate::encode::{QiColumn, QiTable};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::generalise::Cell;
 use crate::metrics::{distortion, loss, Weights};
 use crate::partition::Partition;
+use crate::registry::{Named, Registry};
 
 /// What a metric sees: the encoded input, the release's partition and the
 /// requested k.
@@ -149,52 +148,34 @@ fn normalised_aecs(r: &ReleaseView<'_>) -> f64 {
     sizes.iter().sum::<usize>() as f64 / sizes.len() as f64 / r.k.max(1) as f64
 }
 
-/// Metrics registered at run time, after the built-in ones.
-static REGISTERED: RwLock<Vec<UtilityMetric>> = RwLock::new(Vec::new());
+impl Named for UtilityMetric {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// The built-in metrics and those registered at run time.
+static REGISTRY: Registry<UtilityMetric> = Registry::new("a metric", "metrics", BUILT_IN);
 
 /// Adds a metric to every run of this process (the CLI's, SQL's, a library
 /// user's).
 ///
 /// # Errors
-/// [`Error::Spec`] when the name is empty, not lower case with hyphens, or
+/// [`Error::Spec`](crate::Error::Spec) when the name is empty, not lower case with hyphens, or
 /// taken.
 pub fn register(metric: UtilityMetric) -> Result<()> {
-    let name = metric.name;
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        return Err(Error::spec(
-            "metrics",
-            format!("cannot register `{name}`: a metric's name is lower case letters, digits and hyphens"),
-        ));
-    }
-    let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
-    if BUILT_IN
-        .iter()
-        .chain(registered.iter())
-        .any(|m| m.name == name)
-    {
-        return Err(Error::spec(
-            "metrics",
-            format!("cannot register `{name}`: a metric of that name exists"),
-        ));
-    }
-    registered.push(metric);
-    Ok(())
+    REGISTRY.register(metric)
 }
 
 /// Every registered metric: the built-in ones, then those added by
 /// [`register`].
 pub fn all() -> Vec<UtilityMetric> {
-    let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
-    BUILT_IN.iter().chain(registered.iter()).copied().collect()
+    REGISTRY.all()
 }
 
 /// The metric of that name.
 pub fn get(name: &str) -> Option<UtilityMetric> {
-    all().into_iter().find(|m| m.name == name)
+    REGISTRY.get(name)
 }
 
 /// Every registered metric's loss on `release`, by name, in registry order.
