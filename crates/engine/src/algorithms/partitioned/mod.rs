@@ -1,0 +1,333 @@
+//! Partition, then cluster: any local-recoding algorithm run block by block
+//! (issue 10), so that algorithms quadratic in the number of classes (KACA,
+//! SBC, L-clustering) scale to tens of millions of rows.
+//!
+//! 1. **Partition.** The active rows are cut top-down as Mondrian does
+//!    (LeFevre, DeWitt, Ramakrishnan, ICDE 2006) until a region has at most
+//!    `block_size` rows. A region is cut near the median of one QI, at the
+//!    boundary between distinct values nearest the median (codes are in
+//!    value or hierarchy order) as long as it leaves both parts within the
+//!    middle half. The QI is, by `block_cut`, the one whose two parts lose
+//!    least when each is measured as one group (`"least-loss"`, default) or
+//!    the widest normalised one (`"widest"`: numeric QIs by value range,
+//!    others by the share of their observed codes the region spans). Only
+//!    when no QI has such a boundary is the region cut at the exact median
+//!    (rows ordered by code, then row number), which splits rows of equal
+//!    value. A cut is made only when both parts keep at least k rows and
+//!    are accepted by the privacy models (so with l-diversity every block
+//!    is l-diverse and its algorithm can succeed); a region no QI can cut
+//!    stays one block, whatever its size. The QI and boundary are chosen on
+//!    a sample of at most 2^15 rows of the region, copied row-major, so a
+//!    cut costs one pass over the region; halves are cut in parallel.
+//! 2. **Cluster.** The inner algorithm runs on each block's sub-table
+//!    ([`QiTable::restrict`]: the block's rows, with the whole table's codes
+//!    and statistics, so losses and distances are the whole table's), the
+//!    blocks in parallel (rayon), each with the same job and seed.
+//! 3. **Union.** Each block's groups, with the cells its algorithm published
+//!    and its suppressed rows, become groups of one [`Partition`] of the
+//!    whole table. Every group satisfies the models in its block, hence in
+//!    the union; groups of different blocks that publish the same tuple
+//!    form one larger class. The pipeline verifies the union as usual
+//!    before anything is released. Each block suppresses at most
+//!    `floor(limit * block rows)` rows, so the union stays within the limit.
+//!
+//! Selected by `block_size` in the job's `[algorithm]` section (rows per
+//! block, with `block_cut` optional), which [`wrap`] handles for the
+//! registry; a table with no more active rows than `block_size` is handed
+//! to the inner algorithm unchanged.
+//! Blocks, their size range and the time of each phase are in the details.
+//! Global-recoding algorithms (Datafly, Incognito, HeuristicMin) publish one
+//! generalisation level for the whole table and are refused.
+//!
+//! The result depends only on the table, the job and the seed, never on the
+//! number of threads: cuts are deterministic and the blocks' results are
+//! joined in block order.
+
+mod blocks;
+#[cfg(test)]
+mod tests;
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use self::blocks::Blocks;
+use crate::algorithms::registry::Capabilities;
+use crate::algorithms::{details, whole_table, Algorithm, Context, Outcome};
+use crate::encode::{EquivalenceClasses, QiTable};
+use crate::error::{Error, Result};
+use crate::partition::{Partition, SUPPRESSED};
+use crate::spec::JobSpec;
+
+/// The job parameter that selects block-wise runs: rows per block.
+pub const BLOCK_SIZE: &str = "block_size";
+
+/// The job parameter that chooses how regions are cut ([`BlockCut`]).
+pub const BLOCK_CUT: &str = "block_cut";
+
+/// How the partition step picks the QI to cut a region on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockCut {
+    /// Try a cut on every QI and keep the one whose two parts, each
+    /// measured as one group, lose the least granularity (as Mondrian's
+    /// `cut = "least-loss"`). On Adult, k = 10, it keeps partitioned SBC
+    /// within 1 % of the unpartitioned NCP at 1,000-row blocks, where the
+    /// widest rule loses 8 %.
+    #[default]
+    LeastLoss,
+    /// The QI with the widest normalised range that can be cut (Mondrian's
+    /// rule).
+    Widest,
+}
+
+/// Rows per block when a job does not set [`BLOCK_SIZE`]. Chosen by
+/// measurement (RESULTS.md, "Cost of partitioning"): on Adult at k = 10,
+/// Mondrian, SBC, KACA and L-clustering in blocks of this size stay within
+/// 5 % (relative) of the NCP of their whole-table runs, while blocks keep
+/// the quadratic clustering algorithms at a fraction of a second each.
+pub const DEFAULT_BLOCK_SIZE: usize = 10_000;
+
+/// A job that does not set [`BLOCK_SIZE`] runs on the whole table up to this
+/// many active rows and in blocks of [`DEFAULT_BLOCK_SIZE`] beyond: below
+/// it, the whole-table run of every local-recoding algorithm takes seconds
+/// (BENCHMARKS.md, "Default block size") and loses no information to the
+/// cuts.
+pub const AUTO_PARTITION_ROWS: usize = 100_000;
+
+/// Wraps the job's algorithm in [`Partitioned`]: with the job's
+/// [`BLOCK_SIZE`] when it sets one (`0`: the whole table, whatever its
+/// size), else, for a local-recoding algorithm, with
+/// [`DEFAULT_BLOCK_SIZE`] on tables of more than [`AUTO_PARTITION_ROWS`]
+/// active rows. Global-recoding algorithms without `block_size` are not
+/// wrapped.
+///
+/// # Errors
+/// [`Error::Spec`] for a block size that is not a whole number, for a
+/// global-recoding algorithm with a block size, or whatever building the
+/// inner algorithm reports.
+pub fn wrap(spec: &JobSpec, capabilities: Capabilities) -> Result<Option<Box<dyn Algorithm>>> {
+    let name = spec.algorithm.name.as_str();
+    let block_wise = capabilities.block_wise;
+    let block_size = match spec.algorithm.params.get(BLOCK_SIZE) {
+        None if !block_wise => return Ok(None),
+        None => None,
+        Some(value) => Some(
+            value
+                .as_u64()
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(|| {
+                    Error::spec(
+                        "algorithm.block_size",
+                        "must be a whole number of rows (e.g. 10000), or 0 to run on the whole table",
+                    )
+                })?,
+        ),
+    };
+    if block_size.is_some_and(|b| b > 0) && !block_wise {
+        return Err(Error::spec(
+            "algorithm.block_size",
+            format!(
+                "`{name}` does not run block by block (a global-recoding algorithm publishes one generalisation level for the whole table); remove `block_size` or choose a local-recoding algorithm such as mondrian"
+            ),
+        ));
+    }
+    let rule = match spec.algorithm.params.get(BLOCK_CUT) {
+        None => BlockCut::default(),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+            Error::spec(
+                "algorithm.block_cut",
+                "must be \"least-loss\" (default) or \"widest\"",
+            )
+        })?,
+    };
+    let mut inner_spec = spec.clone();
+    inner_spec.algorithm.params.remove(BLOCK_SIZE);
+    inner_spec.algorithm.params.remove(BLOCK_CUT);
+    let inner = whole_table(&inner_spec)?;
+    let blockwise = match block_size {
+        Some(0) => Partitioned::new(inner, inner_spec, usize::MAX).whole_table_up_to(usize::MAX),
+        Some(b) => Partitioned::new(inner, inner_spec, b),
+        None => Partitioned::new(inner, inner_spec, DEFAULT_BLOCK_SIZE)
+            .whole_table_up_to(AUTO_PARTITION_ROWS),
+    };
+    Ok(Some(Box::new(blockwise.with_rule(rule))))
+}
+
+/// A local-recoding algorithm run block by block (see the module docs).
+#[derive(Debug)]
+pub struct Partitioned {
+    inner: Box<dyn Algorithm>,
+    inner_spec: JobSpec,
+    block_size: usize,
+    rule: BlockCut,
+    /// Tables with at most this many active rows go to `inner` unchanged,
+    /// with its own details (the default of jobs without `block_size`).
+    whole_table_up_to: Option<usize>,
+}
+
+impl Partitioned {
+    /// Runs `inner` on blocks of about `block_size` rows, passing it
+    /// `inner_spec` as its job (the job without [`BLOCK_SIZE`]).
+    pub fn new(inner: Box<dyn Algorithm>, inner_spec: JobSpec, block_size: usize) -> Self {
+        Partitioned {
+            inner,
+            inner_spec,
+            block_size: block_size.max(1),
+            rule: BlockCut::default(),
+            whole_table_up_to: None,
+        }
+    }
+
+    /// Runs `inner` on the whole table, as if unwrapped, when the table has
+    /// at most `rows` active rows.
+    pub fn whole_table_up_to(mut self, rows: usize) -> Self {
+        self.whole_table_up_to = Some(rows);
+        self
+    }
+
+    /// Chooses how regions are cut.
+    pub fn with_rule(mut self, rule: BlockCut) -> Self {
+        self.rule = rule;
+        self
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct PartitionedDetails {
+    block_size: usize,
+    block_cut: BlockCut,
+    blocks: usize,
+    block_rows_min: usize,
+    block_rows_max: usize,
+    partition_s: f64,
+    blocks_s: f64,
+    union_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inner_details: Option<serde_json::Value>,
+}
+
+impl Algorithm for Partitioned {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
+        ctx.privacy.check_feasible(ctx.table)?;
+        let rows = ctx.table.active_rows();
+        if self.whole_table_up_to.is_some_and(|w| rows.len() <= w) {
+            return self.inner.run(&Context {
+                spec: &self.inner_spec,
+                ..*ctx
+            });
+        }
+        let t = Instant::now();
+        if rows.len() <= self.block_size {
+            let outcome = self.inner.run(&Context {
+                spec: &self.inner_spec,
+                ..*ctx
+            })?;
+            let details = self.details(
+                &[rows.len()],
+                [0.0, t.elapsed().as_secs_f64(), 0.0],
+                Some(outcome.details),
+            )?;
+            return Ok(Outcome {
+                partition: outcome.partition,
+                details,
+            });
+        }
+        let blocks = Blocks {
+            table: ctx.table,
+            privacy: ctx.privacy,
+            block_size: self.block_size,
+            rule: self.rule,
+        }
+        .split(rows);
+        ctx.cancel.check()?;
+        let partition_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let results = blocks
+            .into_par_iter()
+            .map(|mut rows| {
+                ctx.cancel.check()?;
+                rows.sort_unstable();
+                let sub = ctx.table.restrict(&rows);
+                let classes = EquivalenceClasses::of(&sub);
+                let outcome = self.inner.run(&Context {
+                    table: &sub,
+                    classes: &classes,
+                    privacy: ctx.privacy,
+                    spec: &self.inner_spec,
+                    cancel: ctx.cancel,
+                })?;
+                Ok((rows, outcome.partition))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let blocks_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let sizes: Vec<usize> = results.iter().map(|(rows, _)| rows.len()).collect();
+        let partition = union(ctx.table, results)?;
+        let union_s = t.elapsed().as_secs_f64();
+        Ok(Outcome {
+            partition,
+            details: self.details(&sizes, [partition_s, blocks_s, union_s], None)?,
+        })
+    }
+}
+
+impl Partitioned {
+    /// The details of a run; `inner_details` when there was a single block.
+    fn details(
+        &self,
+        sizes: &[usize],
+        phases_s: [f64; 3],
+        inner_details: Option<serde_json::Value>,
+    ) -> Result<serde_json::Value> {
+        let [partition_s, blocks_s, union_s] = phases_s;
+        Ok(serde_json::json!({
+            "partitioned": details(&PartitionedDetails {
+                block_size: self.block_size,
+                block_cut: self.rule,
+                blocks: sizes.len(),
+                block_rows_min: sizes.iter().copied().min().unwrap_or(0),
+                block_rows_max: sizes.iter().copied().max().unwrap_or(0),
+                partition_s,
+                blocks_s,
+                union_s,
+                inner_details,
+            })?
+        }))
+    }
+}
+
+/// Joins the blocks' partitions (each over its block's sub-table, rows in
+/// the order given) into one partition of `table`.
+fn union(table: &QiTable, blocks: Vec<(Vec<u32>, Partition)>) -> Result<Partition> {
+    let n_groups: usize = blocks.iter().map(|(_, p)| p.n_groups()).sum();
+    if u32::try_from(n_groups).is_err() {
+        return Err(Error::ResourcesExhausted(format!(
+            "{n_groups} groups do not fit the partition's 32-bit group ids"
+        )));
+    }
+    let mut group_of_row = vec![SUPPRESSED; table.n_rows()];
+    let mut tuples = Vec::with_capacity(n_groups);
+    for (rows, p) in blocks {
+        if p.n_rows() != rows.len() {
+            return Err(Error::Internal(format!(
+                "a block of {} rows came back with a partition of {} rows",
+                rows.len(),
+                p.n_rows()
+            )));
+        }
+        let base = tuples.len() as u32;
+        for (&r, &g) in rows.iter().zip(p.group_of_row()) {
+            if g != SUPPRESSED {
+                group_of_row[r as usize] = base + g;
+            }
+        }
+        tuples.extend((0..p.n_groups()).map(|g| p.tuple(g).to_vec()));
+    }
+    Ok(Partition::with_tuples(table, group_of_row, tuples))
+}
