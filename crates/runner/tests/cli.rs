@@ -1058,7 +1058,7 @@ fn readme_sample_output_is_a_real_run() {
 /// The README's algorithm table, the job template and `--help` name exactly
 /// the algorithms of the engine's registry.
 #[test]
-fn docs_and_help_list_the_registered_algorithms() {
+fn docs_and_help_list_the_registered_algorithms_and_metrics() {
     let mut registered = kanon_engine::algorithms::registry::names();
     registered.sort_unstable();
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
@@ -1082,5 +1082,18 @@ fn docs_and_help_list_the_registered_algorithms() {
             "configs/template.toml lacks {name}"
         );
         assert!(help.contains(name), "kanon anonymize --help lacks {name}");
+    }
+    // The README names every built-in utility metric.
+    let metrics = readme
+        .split_once("under `utility_metrics`")
+        .expect("the README's utility metrics")
+        .1;
+    let metrics = &metrics[..metrics.find("\n\n").unwrap_or(metrics.len())];
+    for m in kanon_engine::metrics::utility::all() {
+        assert!(
+            metrics.contains(&format!("`{}`", m.name)),
+            "README lacks the utility metric {}",
+            m.name
+        );
     }
 }
