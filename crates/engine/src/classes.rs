@@ -150,3 +150,67 @@ impl EquivalenceClasses {
         (self.offsets[class + 1] - self.offsets[class]) as usize
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::JobSpec;
+
+    fn spec(json: &str) -> JobSpec {
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// Classes by brute force: rows with equal codes on every QI, numbered
+    /// by first row.
+    fn classes_by_brute_force(t: &QiTable) -> Vec<u32> {
+        let mut seen: Vec<Vec<u32>> = Vec::new();
+        (0..t.n_rows() as u32)
+            .map(|r| {
+                let tuple: Vec<u32> = t.row(r).collect();
+                match seen.iter().position(|s| *s == tuple) {
+                    Some(c) => c as u32,
+                    None => {
+                        seen.push(tuple);
+                        seen.len() as u32 - 1
+                    }
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn classes_group_equal_rows_with_packed_and_wide_keys() {
+        // 8 QIs of 3 bits pack into one u128; 50 QIs need a key per class.
+        for n_qi in [8, 50] {
+            let names: Vec<String> = (0..n_qi).map(|q| format!("q{q}")).collect();
+            let attributes: Vec<String> = names
+                .iter()
+                .map(|n| format!(r#"{{"name": "{n}", "role": "qi"}}"#))
+                .collect();
+            let s = spec(&format!(r#"{{"attributes": [{}]}}"#, attributes.join(",")));
+            // Few distinct rows, more than one chunk of keys.
+            let values: Vec<Vec<String>> = (0..n_qi)
+                .map(|q| {
+                    (0..2_500usize)
+                        .map(|r| format!("v{}", (r * 7 + q) % 5 * ((r / 3) % 4)))
+                        .collect()
+                })
+                .collect();
+            let columns: Vec<(&str, Vec<&str>)> = names
+                .iter()
+                .zip(&values)
+                .map(|(n, v)| (n.as_str(), v.iter().map(String::as_str).collect()))
+                .collect();
+            let t = QiTable::from_string_columns(&s, &Default::default(), &columns).unwrap();
+            let expected = classes_by_brute_force(&t);
+            let classes = EquivalenceClasses::of(&t);
+            assert_eq!(classes.class_of_row(), expected.as_slice(), "{n_qi} QIs");
+            let n_classes = *expected.iter().max().unwrap() as usize + 1;
+            assert_eq!(classes.len(), n_classes);
+            for c in 0..n_classes {
+                let first = classes.rows(c)[0];
+                assert!(classes.tuple(c).iter().copied().eq(t.row(first)));
+            }
+        }
+    }
+}

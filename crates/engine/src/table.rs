@@ -297,3 +297,39 @@ impl QiTable {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: &str) -> JobSpec {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn heap_bytes_count_the_narrow_codes() {
+        let s = spec(
+            r#"{"attributes": [{"name": "q", "role": "qi"}, {"name": "d", "role": "sensitive"}]}"#,
+        );
+        let q: Vec<String> = (0..1_000).map(|i| format!("{}", i % 300)).collect();
+        let d: Vec<String> = (0..1_000).map(|i| format!("{}", i % 3)).collect();
+        let t = QiTable::from_string_columns(
+            &s,
+            &Default::default(),
+            &[
+                ("q", q.iter().map(String::as_str).collect()),
+                ("d", d.iter().map(String::as_str).collect()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(t.columns()[0].codes().width(), 2);
+        assert_eq!(t.sensitive()[0].codes().width(), 1);
+        assert_eq!(t.heap_bytes(), 1_000 * 2 + 1_000);
+        let sub = t.restrict(&[3, 1, 4]);
+        assert_eq!(sub.heap_bytes(), 3 * 2 + 3);
+        assert_eq!(
+            sub.columns()[0].codes().get(0),
+            t.columns()[0].codes().get(3)
+        );
+    }
+}

@@ -356,3 +356,201 @@ impl PrivacyModel for RecursiveCLDiversity {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::JobSpec;
+
+    /// One QI and one sensitive column `s` with the given values.
+    fn table(values: &[&str]) -> QiTable {
+        let spec: JobSpec = serde_json::from_str(
+            r#"{"attributes": [{"name": "q", "role": "qi"}, {"name": "s", "role": "sensitive"}]}"#,
+        )
+        .unwrap();
+        QiTable::from_string_columns(
+            &spec,
+            &Default::default(),
+            &[("q", vec!["x"; values.len()]), ("s", values.to_vec())],
+        )
+        .unwrap()
+    }
+
+    fn all(t: &QiTable) -> Vec<u32> {
+        (0..t.n_rows() as u32).collect()
+    }
+
+    fn accepts(m: &dyn PrivacyModel, t: &QiTable) -> bool {
+        m.accepts(ClassView {
+            table: t,
+            rows: &all(t),
+        })
+    }
+
+    fn distinct(l: usize) -> DistinctLDiversity {
+        DistinctLDiversity {
+            column: "s".into(),
+            l,
+        }
+    }
+
+    fn entropy_l(l: usize) -> EntropyLDiversity {
+        EntropyLDiversity {
+            column: "s".into(),
+            l,
+        }
+    }
+
+    fn recursive(c: f64, l: usize) -> RecursiveCLDiversity {
+        RecursiveCLDiversity {
+            column: "s".into(),
+            c,
+            l,
+        }
+    }
+
+    #[test]
+    fn distinct_counts_values() {
+        let t = table(&["a", "a", "b"]);
+        assert!(accepts(&distinct(2), &t));
+        assert!(!accepts(&distinct(3), &t));
+        // A class of one row: only `b` helps a class holding `a`.
+        let class = ClassView {
+            table: &t,
+            rows: &[0],
+        };
+        assert!(!distinct(2).helps(class, 1));
+        assert!(distinct(2).helps(class, 2));
+    }
+
+    #[test]
+    fn entropy_matches_hand_computed_cases() {
+        // Counts {2,1,1}: H = -(1/2 ln 1/2 + 2 * 1/4 ln 1/4) = 1.0397.
+        let t = table(&["a", "a", "b", "c"]);
+        let h = entropy(&frequencies(&t.sensitive()[0], &all(&t)));
+        assert!((h - (0.5 * 2f64.ln() + 0.5 * 4f64.ln())).abs() < 1e-12);
+        assert!((h - 1.0397).abs() < 1e-4);
+        assert!(accepts(&entropy_l(2), &t), "1.0397 >= ln 2 = 0.693");
+        assert!(!accepts(&entropy_l(3), &t), "1.0397 < ln 3 = 1.0986");
+        // Exactly l equally frequent values: H = ln 3, accepted.
+        let t = table(&["a", "b", "c", "a", "b", "c"]);
+        assert!(accepts(&entropy_l(3), &t));
+        assert!(!accepts(&entropy_l(4), &t));
+        // Distinct 2-diverse but far from entropy 2-diverse: {9, 1}, H = 0.325.
+        let mut v = vec!["a"; 9];
+        v.push("b");
+        let t = table(&v);
+        assert!(accepts(&distinct(2), &t));
+        assert!(!accepts(&entropy_l(2), &t));
+        // Adding `b` raises the entropy, adding `a` lowers it.
+        let rows = all(&t);
+        let class = ClassView {
+            table: &t,
+            rows: &rows[..9],
+        };
+        assert!(entropy_l(2).helps(class, 9));
+        assert!(!entropy_l(2).helps(class, 0));
+    }
+
+    #[test]
+    fn entropy_helps_only_rows_that_raise_it() {
+        // Counts {10, 9, 1}: p = .45 > exp(-H) = .425, so one more of the
+        // second value lowers the entropy although it is not the most frequent.
+        let mut v = vec!["a"; 10];
+        v.extend(vec!["b"; 9]);
+        v.push("c");
+        v.push("b");
+        let t = table(&v);
+        let rows = all(&t);
+        let class = ClassView {
+            table: &t,
+            rows: &rows[..20],
+        };
+        assert!(!entropy_l(3).helps(class, 20), "another b lowers H");
+        assert!(entropy_l(3).helps(class, 19), "another c raises H");
+    }
+
+    #[test]
+    fn recursive_matches_hand_computed_cases() {
+        // Counts r = (3, 2, 1). l = 2: r1 = 3 < c * (2 + 1) needs c > 1.
+        let t = table(&["a", "a", "a", "b", "b", "c"]);
+        assert!(!accepts(&recursive(1.0, 2), &t));
+        assert!(accepts(&recursive(1.01, 2), &t));
+        // l = 3: r1 = 3 < c * 1 needs c > 3.
+        assert!(!accepts(&recursive(3.0, 3), &t));
+        assert!(accepts(&recursive(3.5, 3), &t));
+        // Fewer than l values never pass.
+        assert!(!accepts(&recursive(100.0, 4), &t));
+        // With r = (3,2,1) and l = 3, another `c` widens the margin, another
+        // `a` narrows it.
+        let rows = all(&t);
+        let class = ClassView {
+            table: &t,
+            rows: &rows[..5],
+        };
+        assert!(recursive(3.0, 3).helps(class, 5), "a third value");
+        assert!(!recursive(3.0, 3).helps(class, 0), "r1 grows");
+    }
+    #[test]
+    fn models_merge_monotonically() {
+        // Two accepted classes give an accepted union, for every variant.
+        let t = table(&["a", "b", "c", "a", "b", "c", "c", "d", "e"]);
+        let (x, y): (Vec<u32>, Vec<u32>) = ((0..3).collect(), (3..9).collect());
+        let union = all(&t);
+        let models: Vec<Box<dyn PrivacyModel>> = vec![
+            Box::new(distinct(3)),
+            Box::new(entropy_l(3)),
+            Box::new(recursive(2.0, 3)),
+        ];
+        for m in &models {
+            let view = |rows| ClassView { table: &t, rows };
+            assert!(m.is_monotone());
+            assert!(
+                m.accepts(view(&x)) && m.accepts(view(&y)),
+                "{}",
+                m.describe()
+            );
+            assert!(m.accepts(view(&union)), "{}", m.describe());
+        }
+    }
+
+    #[test]
+    fn infeasible_tables_fail_before_any_work_without_values() {
+        let t = table(&["Secret-a", "Secret-a", "Secret-a", "Secret-b"]);
+        let err = distinct(3)
+            .check_feasible(&t, 4, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`s`") && err.contains("only 2") && err.contains("l = 3"),
+            "{err}"
+        );
+        assert!(!err.contains("Secret"), "{err}");
+        // Entropy: {3, 1} has H = 0.562 < ln 2; fails without suppression
+        // (no partition can beat the whole table), passes the early check
+        // when rows may be withheld.
+        let err = entropy_l(2)
+            .check_feasible(&t, 4, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("entropy") && err.contains("75.0 %"), "{err}");
+        assert!(!err.contains("Secret"), "{err}");
+        entropy_l(2).check_feasible(&t, 4, 2).unwrap();
+        // Recursive: r1 = 3 < c * 1 fails for c = 2.
+        let err = recursive(2.0, 2)
+            .check_feasible(&t, 4, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("holds 3 rows") && err.contains("c = 2"),
+            "{err}"
+        );
+        recursive(4.0, 2).check_feasible(&t, 4, 0).unwrap();
+        // A model on a column the table lacks accepts nothing.
+        let other = DistinctLDiversity {
+            column: "nope".into(),
+            l: 1,
+        };
+        assert!(!accepts(&other, &t));
+    }
+}

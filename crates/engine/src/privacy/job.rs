@@ -1,0 +1,256 @@
+//! All of a job's privacy models together ([`Privacy`]): its anonymity
+//! requirements, its per-class models and the suppression limit, built from
+//! the job spec, with the one stand-in k-anonymity model that algorithms
+//! understanding a single k search with.
+
+use super::{
+    ClassView, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel,
+    RecursiveCLDiversity, Requirement,
+};
+use crate::encode::QiTable;
+use crate::error::Result;
+use crate::spec::{Diversity, JobSpec};
+
+/// The complete privacy requirement of a job: its anonymity requirements,
+/// its per-class models and how many rows may be suppressed.
+///
+/// Algorithms that understand a single k (every one but HeuristicMin) see
+/// the requirements through one stand-in model: k-anonymity with the largest
+/// k of all requirements, on all QIs. A tuple of any shield's projection
+/// gathers whole classes of the release, so it has at least as many rows as
+/// one class: the stand-in satisfies every requirement (over-protecting the
+/// smaller ones). The verifier does
+/// not use the stand-in: it checks every requirement by projection, so
+/// requirement-aware algorithms are held to exactly what the job asked.
+#[derive(Debug)]
+pub struct Privacy {
+    /// Per-class models; `models[0]` is the requirements' stand-in when
+    /// `standin` is set.
+    models: Vec<Box<dyn PrivacyModel>>,
+    standin: bool,
+    requirements: Vec<Requirement>,
+    suppression_limit: f64,
+}
+
+impl Privacy {
+    /// The models a job asks for.
+    ///
+    /// # Errors
+    /// [`Error::Spec`](crate::error::Error::Spec) for invalid settings.
+    pub fn from_spec(spec: &JobSpec) -> Result<Self> {
+        spec.validate()?;
+        let qis: Vec<&str> = spec.quasi_identifiers().map(|a| a.name.as_str()).collect();
+        let mut requirements = Vec::new();
+        if spec.privacy.k >= 1 {
+            requirements.push(Requirement::all(spec.privacy.k));
+        }
+        for r in &spec.privacy.requirements {
+            let shield = r.shield.iter().map(|name| {
+                let q = qis
+                    .iter()
+                    .position(|n| n == name)
+                    .expect("validated: shields name QIs");
+                (q, name.clone())
+            });
+            requirements.push(Requirement::on(shield, r.k, qis.len()));
+        }
+        if requirements.is_empty() {
+            requirements.push(Requirement::all(1));
+        }
+        let mut privacy =
+            Self::with_requirements(requirements).with_suppression_limit(spec.suppression_limit());
+        if let Some(l) = spec.privacy.l {
+            for column in spec.diversity_columns() {
+                privacy = privacy.with_model(match spec.diversity() {
+                    Diversity::Distinct => Box::new(DistinctLDiversity { column, l }),
+                    Diversity::Entropy => Box::new(EntropyLDiversity { column, l }),
+                    Diversity::Recursive => Box::new(RecursiveCLDiversity {
+                        column,
+                        c: spec.privacy.c.unwrap_or(1.0),
+                        l,
+                    }),
+                });
+            }
+        }
+        Ok(privacy)
+    }
+
+    /// Plain k-anonymity without suppression.
+    pub fn k_anonymity(k: usize) -> Self {
+        Self::with_requirements(vec![Requirement::all(k)])
+    }
+
+    /// The given anonymity requirements without suppression.
+    ///
+    /// # Panics
+    /// When `requirements` is empty.
+    pub fn with_requirements(requirements: Vec<Requirement>) -> Self {
+        let k = requirements
+            .iter()
+            .map(Requirement::k)
+            .max()
+            .expect("at least one requirement");
+        Privacy {
+            models: vec![Box::new(KAnonymity { k })],
+            standin: true,
+            requirements,
+            suppression_limit: 0.0,
+        }
+    }
+
+    /// The anonymity requirements `<shield, k>` (plain k is `<all QIs, k>`).
+    pub fn requirements(&self) -> &[Requirement] {
+        &self.requirements
+    }
+
+    /// Whether the job holds a requirement on a strict subset of the QIs,
+    /// which single-k algorithms meet through the stand-in (largest k on all
+    /// QIs).
+    pub fn has_shield_requirements(&self) -> bool {
+        self.requirements.iter().any(|r| !r.is_all())
+    }
+
+    /// The per-class models besides the requirements (l-diversity, ...):
+    /// what a requirement-aware algorithm must check on classes itself.
+    pub fn class_models(&self) -> &[Box<dyn PrivacyModel>] {
+        &self.models[self.standin as usize..]
+    }
+
+    /// The smallest class size the job itself demands of every class: the
+    /// largest k of the requirements on all QIs and the models' minimum
+    /// (1 when only shield requirements are given).
+    pub fn class_min_size(&self) -> usize {
+        self.requirements
+            .iter()
+            .filter(|r| r.is_all())
+            .map(Requirement::k)
+            .chain(self.class_models().iter().map(|m| m.min_class_size()))
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// Adds a model.
+    pub fn with_model(mut self, model: Box<dyn PrivacyModel>) -> Self {
+        self.models.push(model);
+        self
+    }
+
+    /// Sets the share of rows that may be suppressed.
+    pub fn with_suppression_limit(mut self, limit: f64) -> Self {
+        self.suppression_limit = limit;
+        self
+    }
+
+    /// The models.
+    pub fn models(&self) -> &[Box<dyn PrivacyModel>] {
+        &self.models
+    }
+
+    /// The largest minimum class size of all models (k).
+    pub fn min_class_size(&self) -> usize {
+        self.models
+            .iter()
+            .map(|m| m.min_class_size())
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// The share of rows that may be suppressed.
+    pub fn suppression_limit(&self) -> f64 {
+        self.suppression_limit
+    }
+
+    /// The number of rows that may be suppressed out of `n_rows`.
+    pub fn max_suppressed(&self, n_rows: usize) -> usize {
+        (self.suppression_limit * n_rows as f64 + 1e-9).floor() as usize
+    }
+
+    /// Whether every model accepts a class.
+    pub fn accepts(&self, class: ClassView<'_>) -> bool {
+        self.models.iter().all(|m| m.accepts(class))
+    }
+
+    /// Whether adding `row` to `class` helps every model that does not
+    /// accept the class yet (see [`PrivacyModel::helps`]).
+    pub fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
+        self.models
+            .iter()
+            .filter(|m| !m.accepts(class))
+            .all(|m| m.helps(class, row))
+    }
+
+    /// Whether every model is monotone.
+    pub fn is_monotone(&self) -> bool {
+        self.models.iter().all(|m| m.is_monotone())
+    }
+
+    /// Whether every model is monotone with suppression (see
+    /// [`PrivacyModel::is_monotone_with_suppression`]).
+    pub fn is_monotone_with_suppression(&self) -> bool {
+        self.models.iter().all(|m| m.is_monotone_with_suppression())
+    }
+
+    /// Whether some model needs the rows of a class (see
+    /// [`PrivacyModel::needs_rows`]); when not, a class is accepted exactly
+    /// when it has at least [`Privacy::min_class_size`] rows.
+    pub fn needs_rows(&self) -> bool {
+        self.models.iter().any(|m| m.needs_rows())
+    }
+
+    /// A readable description of all requirements and models.
+    pub fn describe(&self) -> String {
+        self.requirements
+            .iter()
+            .map(Requirement::describe)
+            .chain(self.class_models().iter().map(|m| m.describe()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Checks that the table can satisfy every model at all.
+    ///
+    /// # Errors
+    /// [`Error::Unsatisfiable`](crate::error::Error::Unsatisfiable) naming the model and the reason.
+    pub fn check_feasible(&self, table: &QiTable) -> Result<()> {
+        let active = table.n_rows() - table.excluded().len();
+        let max_suppressed = self.max_suppressed(table.n_rows());
+        self.models
+            .iter()
+            .try_for_each(|m| m.check_feasible(table, active, max_suppressed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn privacy_from_spec_builds_one_model_per_sensitive_column() {
+        let spec: JobSpec = toml::from_str(
+            r#"
+            [privacy]
+            k = 2
+            l = 3
+            diversity = "recursive"
+            c = 2.5
+            [[attributes]]
+            name = "q"
+            role = "qi"
+            [[attributes]]
+            name = "s"
+            role = "sensitive"
+            [[attributes]]
+            name = "t"
+            role = "sensitive"
+            "#,
+        )
+        .unwrap();
+        let p = Privacy::from_spec(&spec).unwrap();
+        assert_eq!(
+            p.describe(),
+            "k-anonymity (k = 2), recursive (c,l)-diversity (c = 2.5, l = 3) on `s`, recursive (c,l)-diversity (c = 2.5, l = 3) on `t`"
+        );
+        assert_eq!(p.min_class_size(), 3);
+        assert!(p.is_monotone());
+    }
+}

@@ -1,0 +1,100 @@
+//! The front ends' settings of a job: where the data comes from
+//! ([`InputSpec`]), where the release goes ([`OutputSpec`]) and how object
+//! storage is reached ([`StorageSpec`]). The engine does no I/O and never
+//! reads them; they live in the job file beside the engine's settings.
+
+use serde::{Deserialize, Serialize};
+
+/// Input settings (read by the front end, not the engine).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    /// A path or URL.
+    pub path: Option<String>,
+    /// `csv` or `parquet`; inferred from the file extension when absent.
+    pub format: Option<String>,
+    /// CSV field delimiter (one character), default `,`.
+    pub delimiter: Option<String>,
+    /// Whether the CSV has a header row, default true.
+    pub header: Option<bool>,
+    /// CSV quote character (one character), default `"`.
+    #[serde(default)]
+    pub quote: Option<String>,
+    /// CSV escape character (one character); default none (a quote inside a
+    /// quoted field is doubled).
+    #[serde(default)]
+    pub escape: Option<String>,
+    /// CSV comment character (one character): lines starting with it are
+    /// skipped; default none.
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// CSV: number of rows read to infer the column types, default 10000.
+    #[serde(default)]
+    pub infer_rows: Option<usize>,
+}
+
+/// Output settings (read by the front end, not the engine).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// A path or URL.
+    pub path: Option<String>,
+    /// Split the release into Parquet files of about this size (e.g.
+    /// `"256MB"`); the output path is then a directory (or prefix) of
+    /// `part-NNNNN.parquet` files. Default: one file.
+    #[serde(default)]
+    pub max_file_size: Option<String>,
+    /// Rows per Parquet row group, default 1048576 (a row group is also
+    /// closed at about 128 MiB).
+    #[serde(default)]
+    pub row_group_rows: Option<usize>,
+    /// zstd compression level (1..=22), default 3.
+    #[serde(default)]
+    pub compression_level: Option<i32>,
+    /// Replace an existing release, like `--overwrite`; default false.
+    #[serde(default)]
+    pub overwrite: Option<bool>,
+    /// Released rows sorted in memory at once (the release order is derived
+    /// from the classes, not the input); a larger release is written in
+    /// buckets, reading the input once per bucket. Default 2000000.
+    #[serde(default)]
+    pub buffer_rows: Option<u64>,
+}
+
+/// Object storage settings (read by the front end, not the engine).
+/// Credentials never go here: they come from the usual AWS environment
+/// variables or profile files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSpec {
+    /// Endpoint of an S3-compatible store, e.g. `http://127.0.0.1:9000`;
+    /// default AWS (or `AWS_ENDPOINT_URL`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Region; default `AWS_REGION`/`AWS_DEFAULT_REGION`, the profile's, or
+    /// `us-east-1`.
+    #[serde(default)]
+    pub region: Option<String>,
+    /// Allow plain-HTTP endpoints (local test servers); default false.
+    #[serde(default)]
+    pub allow_http: Option<bool>,
+    /// Virtual-hosted-style requests (`bucket.endpoint/key`) instead of
+    /// path-style (`endpoint/bucket/key`); default false.
+    #[serde(default)]
+    pub virtual_hosted_style: Option<bool>,
+    /// AWS profile of the shared credentials and config files; default
+    /// `AWS_PROFILE` or `default`.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Retries of a failed request, default 10 (backing off from 0.5 s to
+    /// 15 s between tries).
+    #[serde(default)]
+    pub max_retries: Option<usize>,
+    /// No retry starts later than this many seconds after a request's first
+    /// try, default 60.
+    #[serde(default)]
+    pub retry_timeout_s: Option<u64>,
+    /// Timeout of one request in seconds, default 30.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}

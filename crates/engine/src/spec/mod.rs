@@ -1,0 +1,171 @@
+//! The job specification: what to anonymise, how, and under which privacy
+//! model. Plain serde data, loaded from TOML (or JSON) by the front ends.
+//!
+//! The engine does no I/O: hierarchy files named here are read by the front
+//! end and handed over as parsed [`Hierarchy`](crate::hierarchy::Hierarchy)
+//! values (see [`JobSpec::hierarchy_files`]).
+//!
+//! One file per part of a job file: [`AttributeSpec`] (the columns and
+//! their roles and generalisations), [`PrivacySpec`] (the privacy models),
+//! [`AlgorithmSpec`], and the front ends' [`InputSpec`], [`OutputSpec`]
+//! and [`StorageSpec`]; `validate` holds the checks that need no data.
+
+mod algorithm;
+mod attribute;
+mod input_output;
+mod privacy;
+mod validate;
+
+pub use algorithm::AlgorithmSpec;
+pub use attribute::{AttributeSpec, GeneralisationSpec, Kind, NullPolicy, Role, DEFAULT_KEY_ENV};
+pub use input_output::{InputSpec, OutputSpec, StorageSpec};
+pub use privacy::{Diversity, MissingSensitive, PrivacySpec, RequirementSpec};
+
+use serde::{Deserialize, Serialize};
+
+/// A complete job as written in a job file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Where the data comes from (interpreted by the front end).
+    #[serde(default)]
+    pub input: InputSpec,
+    /// Where the release goes (interpreted by the front end).
+    #[serde(default)]
+    pub output: OutputSpec,
+    /// How to reach object storage (interpreted by the front end).
+    #[serde(default)]
+    pub storage: StorageSpec,
+    /// Every column the job knows about. Columns of the input not listed here
+    /// are an error unless `[columns] unlisted` says what they are
+    /// ([`crate::columns`]).
+    #[serde(default)]
+    pub attributes: Vec<AttributeSpec>,
+    /// The policy for input columns not listed in `attributes`.
+    #[serde(default)]
+    pub columns: crate::columns::ColumnsSpec,
+    /// The privacy model the release must satisfy.
+    #[serde(default)]
+    pub privacy: PrivacySpec,
+    /// The algorithm and its parameters.
+    #[serde(default)]
+    pub algorithm: AlgorithmSpec,
+}
+
+impl JobSpec {
+    /// The job as a reader of its release sees it: only the QI and
+    /// sensitive columns, each read as plain categorical labels (no
+    /// hierarchy, intervals or masking), so a class is rows with equal
+    /// published labels. The release verifier and the risk of a release
+    /// read it this way.
+    pub fn labels_only(&self) -> JobSpec {
+        let mut labels = self.clone();
+        labels
+            .attributes
+            .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
+        for a in &mut labels.attributes {
+            a.kind = Some(Kind::Categorical);
+            a.hierarchy = None;
+            a.intervals = None;
+            a.cuts = None;
+            a.masking = false;
+        }
+        labels
+    }
+
+    /// Checks the parts of the spec that need no data: roles, k, limits.
+    ///
+    /// # Errors
+    /// The l-diversity variant (distinct when not given).
+    pub fn diversity(&self) -> Diversity {
+        self.privacy.diversity.unwrap_or_default()
+    }
+
+    /// The sensitive columns l-diversity applies to: `privacy.sensitive`, or
+    /// every sensitive attribute in job order.
+    pub fn diversity_columns(&self) -> Vec<String> {
+        match &self.privacy.sensitive {
+            Some(cols) => cols.clone(),
+            None => self.sensitive().map(|a| a.name.clone()).collect(),
+        }
+    }
+
+    /// The QI attributes, in job order.
+    pub fn quasi_identifiers(&self) -> impl Iterator<Item = &AttributeSpec> {
+        self.attributes
+            .iter()
+            .filter(|a| a.role == Role::QuasiIdentifier)
+    }
+
+    /// The sensitive attributes, in job order.
+    pub fn sensitive(&self) -> impl Iterator<Item = &AttributeSpec> {
+        self.attributes.iter().filter(|a| a.role == Role::Sensitive)
+    }
+
+    /// The role of a column (insensitive when not listed).
+    pub fn role_of(&self, column: &str) -> Role {
+        self.attributes
+            .iter()
+            .find(|a| a.name == column)
+            .map_or(Role::Insensitive, |a| a.role)
+    }
+
+    /// Hierarchy files the front end must load: `(attribute, path, delimiter)`.
+    pub fn hierarchy_files(&self) -> impl Iterator<Item = (&str, &str, char)> {
+        self.quasi_identifiers().filter_map(|a| {
+            a.hierarchy.as_deref().map(|p| {
+                let d = a
+                    .hierarchy_delimiter
+                    .as_deref()
+                    .and_then(|d| d.chars().next())
+                    .unwrap_or(';');
+                (a.name.as_str(), p, d)
+            })
+        })
+    }
+
+    /// The share of rows that may be suppressed.
+    pub fn suppression_limit(&self) -> f64 {
+        self.privacy.suppression_limit.unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_job_file() {
+        let spec: JobSpec = toml::from_str(
+            r#"
+            [input]
+            path = "adult.parquet"
+            [privacy]
+            k = 10
+            [algorithm]
+            name = "kaca"
+            seed = 7
+            strategy = "random"
+            [[attributes]]
+            name = "age"
+            role = "quasi-identifier"
+            intervals = [5, 10, 20]
+            [[attributes]]
+            name = "sex"
+            role = "qi"
+            hierarchy = "sex.csv"
+            [[attributes]]
+            name = "salary"
+            role = "sensitive"
+            "#,
+        )
+        .unwrap();
+        spec.validate().unwrap();
+        assert_eq!(spec.quasi_identifiers().count(), 2);
+        assert_eq!(spec.algorithm.params["strategy"], "random");
+        assert_eq!(
+            spec.hierarchy_files().collect::<Vec<_>>(),
+            vec![("sex", "sex.csv", ';')]
+        );
+    }
+}
