@@ -1,0 +1,178 @@
+//! Tests of job loading and overrides.
+
+use super::*;
+
+fn args(config: &Path) -> JobArgs {
+    JobArgs {
+        config: config.to_path_buf(),
+        k: None,
+        algorithm: None,
+        seed: None,
+        suppression_limit: None,
+        set: Vec::new(),
+        weaken_privacy: false,
+        storage: Default::default(),
+    }
+}
+
+fn job_file(dir: &Path) -> PathBuf {
+    let p = dir.join("job.toml");
+    std::fs::write(
+        &p,
+        "[privacy]\nk = 10\n[algorithm]\nname = \"mondrian\"\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n",
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn overrides_may_not_weaken_the_job_files_privacy() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = job_file(dir.path());
+    let env = vec![("KANON_PRIVACY_K".to_string(), "1".to_string())];
+    let err = Job::load_with_env(&args(&p), env.clone().into_iter())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("KANON_PRIVACY_K")
+            && err.contains("from 10 to 1")
+            && err.contains("--weaken-privacy"),
+        "{err}"
+    );
+    for (key, value) in [
+        ("KANON_PRIVACY_SUPPRESSION_LIMIT", "0.5"),
+        ("KANON_PRIVACY_K", "9"),
+    ] {
+        let env = vec![(key.to_string(), value.to_string())];
+        assert!(
+            Job::load_with_env(&args(&p), env.into_iter()).is_err(),
+            "{key}={value}"
+        );
+    }
+    let mut a = args(&p);
+    a.set = vec!["privacy.k=3".into()];
+    assert!(Job::load_with_env(&a, std::iter::empty()).is_err());
+    // Stronger is always fine.
+    let env = vec![("KANON_PRIVACY_K".to_string(), "12".to_string())];
+    assert_eq!(
+        Job::load_with_env(&args(&p), env.into_iter())
+            .unwrap()
+            .spec
+            .privacy
+            .k,
+        12
+    );
+    // k < 2 stays an error even on purpose.
+    let mut a = args(&p);
+    a.weaken_privacy = true;
+    a.k = Some(1);
+    let err = Job::load_with_env(&a, std::iter::empty())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("k >= 2"), "{err}");
+}
+
+#[test]
+fn weakenings_name_every_weaker_setting() {
+    let file: JobSpec = toml::from_str(
+        "[privacy]\nk = 5\nl = 3\nsuppression_limit = 0.01\nrequirements = [{ shield = [\"age\"], k = 8 }]\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n[[attributes]]\nname = \"s\"\nrole = \"sensitive\"\n",
+    )
+    .unwrap();
+    assert!(weakenings(&file, &file).is_empty());
+    let mut weaker = file.clone();
+    weaker.privacy.k = 4;
+    weaker.privacy.l = Some(2);
+    weaker.privacy.suppression_limit = Some(0.1);
+    weaker.privacy.requirements.clear();
+    weaker.privacy.missing_sensitive = MissingSensitive::Value;
+    let w = weakenings(&file, &weaker);
+    assert_eq!(w.len(), 5, "{w:?}");
+    assert!(w.iter().any(|w| w.contains("missing_sensitive")), "{w:?}");
+    let mut stronger = file.clone();
+    stronger.privacy.k = 9;
+    stronger.privacy.requirements.clear();
+    assert!(
+        weakenings(&file, &stronger).is_empty(),
+        "k 9 covers the requirement of 8"
+    );
+}
+
+#[test]
+fn environment_then_command_line_override_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = job_file(dir.path());
+    let env = vec![
+        ("KANON_PRIVACY_K".to_string(), "5".to_string()),
+        (
+            "KANON_PRIVACY_SUPPRESSION_LIMIT".to_string(),
+            "0.02".to_string(),
+        ),
+        (
+            "KANON_STORAGE_ENDPOINT".to_string(),
+            "http://127.0.0.1:1".to_string(),
+        ),
+        ("KANON_TEST_BARRIER".to_string(), "ignored".to_string()),
+        ("OTHER".to_string(), "x".to_string()),
+    ];
+    let mut weaken = args(&p);
+    weaken.weaken_privacy = true;
+    let job = Job::load_with_env(&weaken, env.clone().into_iter()).unwrap();
+    assert_eq!(job.spec.privacy.k, 5);
+    assert_eq!(job.spec.privacy.suppression_limit, Some(0.02));
+    assert_eq!(
+        job.spec.storage.endpoint.as_deref(),
+        Some("http://127.0.0.1:1")
+    );
+    let mut a = args(&p);
+    a.weaken_privacy = true;
+    a.k = Some(7);
+    a.set = vec!["algorithm.seed=42".into(), "output.path=out.parquet".into()];
+    let job = Job::load_with_env(&a, env.into_iter()).unwrap();
+    assert_eq!(job.spec.privacy.k, 7);
+    assert_eq!(job.spec.algorithm.seed, 42);
+    assert_eq!(job.spec.output.path.as_deref(), Some("out.parquet"));
+}
+
+#[test]
+fn bad_overrides_name_their_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = job_file(dir.path());
+    let env = vec![("KANON_PRIVACY_KK".to_string(), "5".to_string())];
+    let err = Job::load_with_env(&args(&p), env.into_iter())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("KANON_PRIVACY_KK") && err.contains("kk"),
+        "{err}"
+    );
+    let env = vec![("KANON_PRIVACY_K".to_string(), "many".to_string())];
+    let err = Job::load_with_env(&args(&p), env.into_iter())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("KANON_PRIVACY_K") && err.contains("privacy.k"),
+        "{err}"
+    );
+    let mut a = args(&p);
+    a.set = vec!["k=5".into()];
+    let err = Job::load_with_env(&a, std::iter::empty())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("privacy.k"), "{err}");
+}
+
+#[test]
+fn values_are_toml_or_strings() {
+    assert_eq!(toml_value("5"), toml::Value::Integer(5));
+    assert_eq!(toml_value("true"), toml::Value::Boolean(true));
+    assert_eq!(
+        toml_value("mondrian"),
+        toml::Value::String("mondrian".into())
+    );
+    assert_eq!(
+        toml_value("2024-01-01"),
+        toml::Value::String("2024-01-01".into())
+    );
+    assert_eq!(toml_value(";"), toml::Value::String(";".into()));
+    assert!(matches!(toml_value("[5, 10]"), toml::Value::Array(_)));
+}
