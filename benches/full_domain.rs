@@ -29,6 +29,7 @@ fn full_domain(c: &mut Criterion) {
                 privacy: &privacy,
                 spec: &spec,
                 cancel: kanon_engine::cancel::Cancellation::never(),
+                progress: kanon_engine::progress::Silent::sink(),
             };
             group.bench_with_input(
                 BenchmarkId::new(algorithm, format!("k={k},s={limit}")),

@@ -242,6 +242,7 @@ pub fn release(
         &table,
         &privacy,
         kanon_engine::cancel::Cancellation::never(),
+        kanon_engine::progress::Silent::sink(),
         Default::default(),
     )
     .unwrap();

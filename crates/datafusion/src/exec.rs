@@ -472,8 +472,15 @@ fn run_engine(
     let Prepared {
         anonymization: result,
         recoder,
-    } = prepare(spec, &table, &privacy, &cancel, job.pseudonymiser().clone())
-        .map_err(|e| engine_error(f, e, false))?;
+    } = prepare(
+        spec,
+        &table,
+        &privacy,
+        &cancel,
+        kanon_engine::progress::Silent::sink(),
+        job.pseudonymiser().clone(),
+    )
+    .map_err(|e| engine_error(f, e, false))?;
     m.algorithm_time
         .add_duration(result.timings.classes + result.timings.algorithm + result.timings.metrics);
     m.verify_time.add_duration(result.timings.verify);

@@ -34,6 +34,7 @@ pub mod order;
 pub mod partition;
 pub mod pipeline;
 pub mod privacy;
+pub mod progress;
 pub mod recode;
 mod registry;
 pub mod release;

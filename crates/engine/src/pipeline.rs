@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::metrics::{self, Report, ReportOptions};
 use crate::partition::Partition;
 use crate::privacy::Privacy;
+use crate::progress::{Progress, Silent};
 use crate::spec::JobSpec;
 use crate::verify::{verify_partition, Verified};
 
@@ -71,11 +72,11 @@ pub fn anonymize(spec: &JobSpec, table: &QiTable) -> Result<Anonymization> {
 /// # Errors
 /// As [`anonymize`].
 pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Anonymization> {
-    anonymize_cancellable(spec, table, privacy, Cancellation::never())
+    anonymize_cancellable(spec, table, privacy, Cancellation::never(), Silent::sink())
 }
 
 /// [`anonymize_with`] under a cancellation token that every algorithm
-/// checks in its inner loops.
+/// checks in its inner loops, reporting how far it got to `progress`.
 ///
 /// # Errors
 /// As [`anonymize`], and [`crate::Error::Cancelled`] once `cancel` fires.
@@ -84,6 +85,7 @@ pub fn anonymize_cancellable(
     table: &QiTable,
     privacy: &Privacy,
     cancel: &Cancellation,
+    progress: &dyn Progress,
 ) -> Result<Anonymization> {
     cancel.check()?;
     let algorithm = algorithms::by_name(spec)?;
@@ -101,6 +103,7 @@ pub fn anonymize_cancellable(
         privacy,
         spec,
         cancel,
+        progress,
     })?;
     timings.algorithm = t.elapsed();
     cancel.check()?;

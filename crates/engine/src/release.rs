@@ -30,6 +30,7 @@ use crate::order::{Buckets, ReleaseOrder};
 use crate::partition::SUPPRESSED;
 use crate::pipeline::{anonymize_cancellable, Anonymization};
 use crate::privacy::Privacy;
+use crate::progress::Progress;
 use crate::recode::{Pseudonymiser, Recoder};
 use crate::spec::JobSpec;
 use crate::verify::{ReleaseVerifier, Verified};
@@ -43,7 +44,8 @@ pub struct Prepared {
     pub recoder: Recoder,
 }
 
-/// Runs the job's algorithm on `table` under `cancel`, verifies the
+/// Runs the job's algorithm on `table` under `cancel` (reporting to
+/// `progress`), verifies the
 /// partition, and prepares the recoder (with the keys of the pseudonymised
 /// columns).
 ///
@@ -54,9 +56,10 @@ pub fn prepare(
     table: &QiTable,
     privacy: &Privacy,
     cancel: &Cancellation,
+    progress: &dyn Progress,
     pseudonymiser: Pseudonymiser,
 ) -> Result<Prepared> {
-    let anonymization = anonymize_cancellable(spec, table, privacy, cancel)?;
+    let anonymization = anonymize_cancellable(spec, table, privacy, cancel, progress)?;
     let recoder =
         Recoder::new(spec, table, &anonymization.partition).with_pseudonymiser(pseudonymiser);
     Ok(Prepared {

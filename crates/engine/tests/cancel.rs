@@ -48,6 +48,7 @@ fn every_algorithm_stops_on_a_fired_token() {
             privacy: &privacy,
             spec: &spec,
             cancel: &cancel,
+            progress: kanon_engine::progress::Silent::sink(),
         });
         assert!(
             matches!(result, Err(Error::Cancelled(_))),
@@ -71,7 +72,13 @@ fn a_long_run_stops_soon_after_the_cancel() {
         remote.cancel();
         Instant::now()
     });
-    let result = anonymize_cancellable(&spec, &table, &privacy, &cancel);
+    let result = anonymize_cancellable(
+        &spec,
+        &table,
+        &privacy,
+        &cancel,
+        kanon_engine::progress::Silent::sink(),
+    );
     let done = Instant::now();
     let fired_at = fired.join().unwrap();
     eprintln!("cancelled: {}", matches!(result, Err(Error::Cancelled(_))));
@@ -99,6 +106,13 @@ fn a_deadline_stops_the_work() {
     spec.privacy.k = 10;
     let privacy = Privacy::from_spec(&spec).unwrap();
     let cancel = Cancellation::new().with_deadline(Instant::now() + Duration::from_millis(100));
-    let err = anonymize_cancellable(&spec, &table, &privacy, &cancel).unwrap_err();
+    let err = anonymize_cancellable(
+        &spec,
+        &table,
+        &privacy,
+        &cancel,
+        kanon_engine::progress::Silent::sink(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("time limit"), "{err}");
 }

@@ -75,3 +75,39 @@ fn the_default_block_size_keeps_kaca_and_l_clustering_within_five_percent() {
         );
     }
 }
+
+/// Records every progress report.
+#[derive(Debug, Default)]
+struct Recorder(std::sync::Mutex<Vec<(&'static str, u64, u64)>>);
+
+impl kanon_engine::progress::Progress for Recorder {
+    fn update(&self, phase: &'static str, done: u64, total: u64) {
+        self.0.lock().unwrap().push((phase, done, total));
+    }
+}
+
+#[test]
+fn a_block_wise_run_reports_each_block_done() {
+    let (spec, table) = common::adult_table(&[]);
+    let spec = blockwise(&spec, "mondrian", Some(5_000));
+    let privacy = kanon_engine::privacy::Privacy::from_spec(&spec).unwrap();
+    let recorder = Recorder::default();
+    let run = kanon_engine::pipeline::anonymize_cancellable(
+        &spec,
+        &table,
+        &privacy,
+        kanon_engine::cancel::Cancellation::never(),
+        &recorder,
+    )
+    .unwrap();
+    let blocks = run.details["partitioned"]["blocks"].as_u64().unwrap();
+    assert!(blocks > 1);
+    let reports = recorder.0.into_inner().unwrap();
+    assert_eq!(reports.len() as u64, blocks + 1, "{reports:?}");
+    assert!(reports
+        .iter()
+        .all(|&(p, _, t)| p == "blocks" && t == blocks));
+    let mut done: Vec<u64> = reports.iter().map(|r| r.1).collect();
+    done.sort_unstable();
+    assert_eq!(done, (0..=blocks).collect::<Vec<_>>());
+}

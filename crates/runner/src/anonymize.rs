@@ -33,7 +33,7 @@ use kanon_engine::Error;
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::exit::Failure;
-use crate::ops::{barrier, check_interrupt, peak_rss_bytes, Ui};
+use crate::ops::{barrier, check_interrupt, peak_rss_bytes, SpinnerProgress, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
 use crate::spill::Spill;
 use crate::storage::{Location, Storage};
@@ -216,15 +216,14 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let spinner = ui.spinner(
-        "algorithm",
-        format!("{} on {rows_in} rows", spec.algorithm.name),
-    );
+    let what = format!("{} on {rows_in} rows", spec.algorithm.name);
+    let spinner = ui.spinner("algorithm", what.clone());
     let prepared = kanon_engine::release::prepare(
         spec,
         &qi,
         &privacy,
         &crate::ops::cancellation(),
+        &SpinnerProgress::new(spinner.clone(), what),
         pseudonymiser,
     );
     spinner.finish_and_clear();

@@ -109,6 +109,28 @@ impl Ui {
     }
 }
 
+/// The engine's progress reports on a spinner: its message becomes
+/// `WHAT: PHASE DONE/TOTAL` (e.g. `kaca on 10000000 rows: blocks 12/1000`).
+#[derive(Debug)]
+pub struct SpinnerProgress {
+    spinner: ProgressBar,
+    what: String,
+}
+
+impl SpinnerProgress {
+    /// Reports to `spinner`, prefixing `what`.
+    pub fn new(spinner: ProgressBar, what: String) -> Self {
+        SpinnerProgress { spinner, what }
+    }
+}
+
+impl kanon_engine::progress::Progress for SpinnerProgress {
+    fn update(&self, phase: &'static str, done: u64, total: u64) {
+        self.spinner
+            .set_message(format!("{}: {phase} {done}/{total}", self.what));
+    }
+}
+
 /// The process's peak resident set size in bytes so far: `VmHWM` of
 /// `/proc/self/status` on Linux; `None` elsewhere or when it cannot be read.
 pub fn peak_rss_bytes() -> Option<u64> {

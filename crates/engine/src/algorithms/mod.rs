@@ -37,6 +37,9 @@ pub struct Context<'a> {
     /// Checked in every algorithm's inner loops: stop with
     /// [`Error::Cancelled`] once it fires.
     pub cancel: &'a crate::cancel::Cancellation,
+    /// Where the algorithm reports how much of its work is done (optional;
+    /// see [`crate::progress`]).
+    pub progress: &'a dyn crate::progress::Progress,
 }
 
 /// What an algorithm returns.

@@ -444,6 +444,7 @@ mod tests {
                 privacy: &privacy,
                 spec,
                 cancel: crate::cancel::Cancellation::never(),
+                progress: crate::progress::Silent::sink(),
             })
             .unwrap()
     }

@@ -39,6 +39,7 @@ pub fn release(
         &table,
         &privacy,
         kanon_engine::cancel::Cancellation::never(),
+        kanon_engine::progress::Silent::sink(),
         Default::default(),
     )?;
     let mut releaser = Releaser::new(spec, recoder, &input.schema(), bucket_rows)?;

@@ -55,6 +55,7 @@ fn run(spec: &JobSpec, table: &QiTable, check: bool) -> Result<Outcome> {
         privacy: &privacy,
         spec,
         cancel: crate::cancel::Cancellation::never(),
+        progress: crate::progress::Silent::sink(),
     })
 }
 

@@ -303,6 +303,7 @@ mod tests {
             privacy: &privacy,
             spec: &spec,
             cancel: crate::cancel::Cancellation::never(),
+            progress: crate::progress::Silent::sink(),
         };
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 2];
@@ -348,6 +349,7 @@ mod tests {
             privacy: &privacy,
             spec: &spec,
             cancel: crate::cancel::Cancellation::never(),
+            progress: crate::progress::Silent::sink(),
         };
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 1, 2];

@@ -35,7 +35,9 @@
 //! block, with `block_cut` optional), which [`wrap`] handles for the
 //! registry; a table with no more active rows than `block_size` is handed
 //! to the inner algorithm unchanged.
-//! Blocks, their size range and the time of each phase are in the details.
+//! Blocks, their size range and the time of each phase are in the details;
+//! while the blocks run, the blocks done so far are reported as progress
+//! (phase `"blocks"`).
 //! Global-recoding algorithms (Datafly, Incognito, HeuristicMin) publish one
 //! generalisation level for the whole table and are refused.
 //!
@@ -47,6 +49,7 @@ mod blocks;
 #[cfg(test)]
 mod tests;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -58,6 +61,7 @@ use crate::algorithms::{details, whole_table, Algorithm, Context, Outcome};
 use crate::encode::{EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
 use crate::partition::{Partition, SUPPRESSED};
+use crate::progress::Silent;
 use crate::spec::JobSpec;
 
 /// The job parameter that selects block-wise runs: rows per block.
@@ -248,6 +252,9 @@ impl Algorithm for Partitioned {
         ctx.cancel.check()?;
         let partition_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
+        let total = blocks.len() as u64;
+        let done = AtomicU64::new(0);
+        ctx.progress.update("blocks", 0, total);
         let results = blocks
             .into_par_iter()
             .map(|mut rows| {
@@ -261,7 +268,10 @@ impl Algorithm for Partitioned {
                     privacy: ctx.privacy,
                     spec: &self.inner_spec,
                     cancel: ctx.cancel,
+                    progress: Silent::sink(),
                 })?;
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                ctx.progress.update("blocks", finished, total);
                 Ok((rows, outcome.partition))
             })
             .collect::<Result<Vec<_>>>()?;

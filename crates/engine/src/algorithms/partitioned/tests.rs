@@ -60,6 +60,7 @@ fn run(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Outcome> {
         privacy,
         spec,
         cancel: crate::cancel::Cancellation::never(),
+        progress: crate::progress::Silent::sink(),
     })
 }
 
@@ -293,6 +294,7 @@ fn the_default_runs_small_tables_whole_and_large_ones_in_blocks() {
                 privacy: &privacy,
                 spec: &spec_named(&spec, algorithm),
                 cancel: crate::cancel::Cancellation::never(),
+                progress: crate::progress::Silent::sink(),
             })
             .unwrap();
         assert_eq!(default.partition, bare.partition, "{algorithm}");
@@ -310,6 +312,7 @@ fn the_default_runs_small_tables_whole_and_large_ones_in_blocks() {
             privacy: &privacy,
             spec: &spec,
             cancel: crate::cancel::Cancellation::never(),
+            progress: crate::progress::Silent::sink(),
         })
         .unwrap();
     verify_partition(&table, &out.partition, &privacy).unwrap();
