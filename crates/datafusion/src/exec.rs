@@ -312,13 +312,10 @@ impl ExecutionPlan for AnonymizeExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if children.len() != 1 {
-            return internal_err!("AnonymizeExec takes one child, got {}", children.len());
-        }
         Ok(Arc::new(AnonymizeExec::with_job(
-            children.swap_remove(0),
+            only_child("AnonymizeExec", children)?,
             Arc::clone(&self.job),
             self.projection.clone(),
         )?))
@@ -329,9 +326,7 @@ impl ExecutionPlan for AnonymizeExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return internal_err!("AnonymizeExec has one output partition, asked for {partition}");
-        }
+        only_partition("AnonymizeExec", partition)?;
         let input = Arc::clone(&self.input);
         let job = Arc::clone(&self.job);
         let projection = self.projection.clone();
@@ -515,4 +510,24 @@ fn run_engine(
     Ok(Ready {
         release: Some(release),
     })
+}
+
+/// The one child of a single-input plan node (`node` names it in the
+/// internal error).
+pub(crate) fn only_child(
+    node: &str,
+    mut children: Vec<Arc<dyn ExecutionPlan>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    if children.len() != 1 {
+        return internal_err!("{node} takes one child, got {}", children.len());
+    }
+    Ok(children.swap_remove(0))
+}
+
+/// Fails unless `partition` is 0: the node has one output partition.
+pub(crate) fn only_partition(node: &str, partition: usize) -> Result<()> {
+    if partition != 0 {
+        return internal_err!("{node} has one output partition, asked for {partition}");
+    }
+    Ok(())
 }

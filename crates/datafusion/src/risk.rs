@@ -9,7 +9,7 @@ use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{internal_err, DataFusionError, Result};
+use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -25,7 +25,7 @@ use kanon_engine::metrics::risk::table_risk;
 use kanon_engine::spec::Role;
 
 use crate::error::engine_error;
-use crate::exec::consume;
+use crate::exec::{consume, only_child, only_partition};
 use crate::options::Job;
 
 /// The columns of `kanon_risk(...)`.
@@ -142,13 +142,10 @@ impl ExecutionPlan for KanonRiskExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if children.len() != 1 {
-            return internal_err!("KanonRiskExec takes one child, got {}", children.len());
-        }
         Ok(Arc::new(KanonRiskExec::try_new(
-            children.swap_remove(0),
+            only_child("KanonRiskExec", children)?,
             Arc::clone(&self.job),
             self.projection.clone(),
         )?))
@@ -159,9 +156,7 @@ impl ExecutionPlan for KanonRiskExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return internal_err!("KanonRiskExec has one output partition, asked for {partition}");
-        }
+        only_partition("KanonRiskExec", partition)?;
         let input = Arc::clone(&self.input);
         let job = Arc::clone(&self.job);
         let projection = self.projection.clone();
