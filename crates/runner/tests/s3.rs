@@ -372,6 +372,159 @@ fn credentials_from_a_profile_file() {
     assert!(stderr(&o).contains("profile `elsewhere`"), "{}", show(&o));
 }
 
+/// Profile files in a temporary directory, and `kanon` reading them.
+fn with_profiles(credentials: &str, config: &str) -> (tempfile::TempDir, std::process::Command) {
+    let dir = tempfile::tempdir().unwrap();
+    let creds = dir.path().join("credentials");
+    std::fs::write(&creds, credentials).unwrap();
+    let conf = dir.path().join("config");
+    std::fs::write(&conf, config).unwrap();
+    let mut c = kanon();
+    c.env("AWS_SHARED_CREDENTIALS_FILE", &creds)
+        .env("AWS_CONFIG_FILE", &conf)
+        .env("KANON_STORAGE_ALLOW_HTTP", "true")
+        .env("KANON_STORAGE_MAX_RETRIES", "1")
+        .env("KANON_STORAGE_RETRY_TIMEOUT_S", "5");
+    (dir, c)
+}
+
+/// A profile with `role_arn` and `source_profile`: the AWS SDK assumes the
+/// role through STS (moto's, named by the profile's `endpoint_url`, which S3
+/// uses too) with the source profile's keys, and a whole run reads and
+/// writes the bucket with the role's temporary credentials (session token
+/// included). Then with authentication on: the role's credentials read an
+/// object while the source keys alone are refused by S3, so the run did not
+/// pass on the source keys. (Under moto's authentication a listing with a
+/// `/` in its query fails its signature check whoever signs it, boto3
+/// included, so the authenticated part reads single objects.)
+#[test]
+fn a_profile_that_assumes_a_role_through_sts() {
+    let Some(m) = Moto::start() else { return };
+    m.create_bucket("lake");
+    upload_adult(&m, "lake", "adult/");
+    let (id, secret) = m.iam_user("ci", "sts:AssumeRole");
+    let role = m.iam_role("kanon-reader", "ci", "s3:*");
+    let credentials =
+        format!("[base]\naws_access_key_id = {id}\naws_secret_access_key = {secret}\n");
+    let config = format!(
+        "[profile base]\nregion = us-east-1\nendpoint_url = {e}\n\n[profile reader]\nrole_arn = {role}\nsource_profile = base\nrole_session_name = kanon-test\nregion = us-east-1\nendpoint_url = {e}\n",
+        e = m.endpoint()
+    );
+    let (_dir, mut c) = with_profiles(&credentials, &config);
+    let o = run(c.args([
+        "anonymize",
+        "-c",
+        "configs/adult.toml",
+        "-i",
+        "s3://lake/adult/",
+        "-o",
+        "s3://lake/releases/role.parquet",
+        "--aws-profile",
+        "reader",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!stderr(&o).contains(&secret), "the secret key leaked");
+    assert_eq!(
+        read_parquet_bytes(m.get("lake", "releases/role.parquet")).num_rows(),
+        30162
+    );
+    assert!(m.pending_uploads("lake").is_empty());
+
+    m.require_auth();
+    let inspect = |profile: &str, config: &str| {
+        let (_dir, mut c) = with_profiles(&credentials, config);
+        run(c.args([
+            "inspect",
+            "s3://lake/releases/role.parquet",
+            "--aws-profile",
+            profile,
+            "--s3-allow-http",
+            "--json",
+        ]))
+    };
+    let o = inspect("reader", &config);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: HashMap<String, serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rows"], 30162);
+    // The source profile's own keys may assume the role, nothing more
+    // (moto answers a refused HEAD with a 500, so only the failure is
+    // checked, with a single retry).
+    let (_dir, mut c) = with_profiles(&credentials, &config);
+    let o = run(c.args([
+        "verify",
+        "-c",
+        "configs/adult.toml",
+        "-i",
+        "s3://lake/releases/role.parquet",
+        "--aws-profile",
+        "base",
+    ]));
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!stderr(&o).contains(&secret), "the secret key leaked");
+    // A source profile that does not exist: the error names the profile.
+    let o = inspect(
+        "reader",
+        &config.replace("source_profile = base", "source_profile = gone"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("AWS profile `reader`"), "{}", show(&o));
+    assert!(!err.contains(&secret), "the secret key leaked: {err}");
+}
+
+/// A profile whose `credential_process` prints the keys (the JSON of the
+/// AWS CLI's external process protocol), checked by moto with
+/// authentication on.
+#[test]
+fn a_profile_with_a_credential_process() {
+    let Some(m) = Moto::start() else { return };
+    m.create_bucket("lake");
+    upload_adult(&m, "lake", "adult/");
+    let (id, secret) = m.iam_user("reader", "s3:*");
+    m.require_auth();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("creds.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho '{{\"Version\": 1, \"AccessKeyId\": \"{id}\", \"SecretAccessKey\": \"{secret}\"}}'\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = format!(
+        "[profile tool]\ncredential_process = {}\nendpoint_url = {}\n",
+        script.display(),
+        m.endpoint()
+    );
+    let inspect = || {
+        let (_dir, mut c) = with_profiles("", &config);
+        run(c.args([
+            "inspect",
+            "s3://lake/adult/part-0.parquet",
+            "--aws-profile",
+            "tool",
+            "--s3-allow-http",
+            "--json",
+        ]))
+    };
+    let o = inspect();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: HashMap<String, serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rows"], 10054);
+    assert!(!stderr(&o).contains(&secret), "the secret key leaked");
+    // A failing process: its message, and the profile to fix.
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'token expired, log in again' >&2\nexit 3\n",
+    )
+    .unwrap();
+    let o = inspect();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("AWS profile `tool`"), "{}", show(&o));
+    assert!(err.contains("token expired, log in again"), "{}", show(&o));
+}
+
 /// `kanon sql` reads a table from a bucket prefix and commits its result to
 /// the bucket through the same atomic writer; a failing query leaves no
 /// object and no multipart upload behind.

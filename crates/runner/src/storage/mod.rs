@@ -3,17 +3,20 @@
 //!
 //! S3 credentials and region come from the usual AWS environment variables
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
-//! `AWS_REGION`, `AWS_ENDPOINT_URL`, ...), else from the shared profile files
-//! (`~/.aws/credentials`, `~/.aws/config`, profile `AWS_PROFILE` or
-//! `storage.profile`); the job's `[storage]` settings (endpoint, region,
+//! `AWS_REGION`, `AWS_ENDPOINT_URL`, ...), else from the AWS SDK's standard
+//! chain (`aws-config`): the shared profile files (`~/.aws/credentials`,
+//! `~/.aws/config`, profile `AWS_PROFILE` or `storage.profile`) with static
+//! keys, assume-role, SSO or `credential_process`, then web identity, the
+//! container endpoint and the instance metadata service; the job's
+//! `[storage]` settings (endpoint, region,
 //! `allow_http`, virtual-hosted or path-style) come on top. The async store
 //! runs on a small tokio runtime created only when an `s3://` location is
 //! used, so local jobs pay nothing for it.
 //!
 //! The module is split by concept: [`Location`] (what a path or URL names)
-//! in `location`, the S3 client and its error messages in `s3`, the AWS
-//! shared profile files in [`aws_profile`]; this file holds [`Storage`], the
-//! blocking API over both kinds of location.
+//! in `location`, the S3 client and its error messages in `s3`, the bridge
+//! to the AWS SDK's credential chain in [`aws_chain`]; this file holds
+//! [`Storage`], the blocking API over both kinds of location.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -24,7 +27,7 @@ use bytes::Bytes;
 use kanon_engine::spec::StorageSpec;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-pub mod aws_profile;
+pub mod aws_chain;
 mod location;
 mod s3;
 

@@ -14,7 +14,7 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, ObjectMeta, ObjectStore, ObjectStoreExt, RetryConfig};
 
-use super::{aws_profile, FileMeta, Location, Storage};
+use super::{aws_chain, FileMeta, Location, Storage};
 use crate::exit::Failure;
 
 impl Storage {
@@ -38,16 +38,11 @@ impl Storage {
         let s = &self.settings;
         let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
         let profile_name = s.profile.clone().or_else(|| env("AWS_PROFILE"));
-        let profile = aws_profile::load(profile_name.as_deref())?;
         let env_keys = env("AWS_ACCESS_KEY_ID").is_some();
-        if !env_keys {
-            if let (Some(id), Some(secret)) = (&profile.access_key_id, &profile.secret_access_key) {
-                b = b.with_access_key_id(id).with_secret_access_key(secret);
-                if let Some(t) = &profile.session_token {
-                    b = b.with_token(t);
-                }
-            }
-        }
+        // Keys in the environment make the profile files optional (a
+        // malformed file is then ignored, as before); a named profile must
+        // exist all the same.
+        let profile = aws_chain::load_profile(profile_name.as_deref(), env_keys)?;
         if env("AWS_REGION").is_none() && env("AWS_DEFAULT_REGION").is_none() {
             if let Some(r) = &profile.region {
                 b = b.with_region(r);
@@ -101,22 +96,21 @@ impl Storage {
                     .with_connect_timeout(Duration::from_secs(5))
                     .with_allow_http(allow_http),
             );
-        // Without static keys object_store falls back to the instance
-        // metadata service; that only makes sense on AWS itself, so a custom
-        // endpoint without credentials is a configuration error.
-        let has_keys = b
-            .get_config_value(&AmazonS3ConfigKey::AccessKeyId)
-            .is_some();
-        let other_provider = env("AWS_WEB_IDENTITY_TOKEN_FILE").is_some()
-            || env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some()
-            || env("AWS_CONTAINER_CREDENTIALS_FULL_URI").is_some();
-        let custom_endpoint = b.get_config_value(&AmazonS3ConfigKey::Endpoint).is_some();
-        if !has_keys && !other_provider && custom_endpoint {
-            return Err(Failure::bad_input(format!(
-                "no S3 credentials for bucket `{bucket}`: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in {} (AWS_PROFILE or `storage.profile`)",
-                aws_profile::credentials_file().display()
-            ))
-            .into());
+        // Without keys in the environment, credentials come from the AWS
+        // SDK's chain (profile, with assume-role, SSO and credential_process;
+        // web identity; the container endpoint), cached and renewed before
+        // they expire. The instance metadata service is only asked on AWS
+        // itself: with a custom endpoint, no credentials is a configuration
+        // error, reported on the first request (see `aws_chain`).
+        if !env_keys {
+            let custom_endpoint = b.get_config_value(&AmazonS3ConfigKey::Endpoint).is_some();
+            let region = b.get_config_value(&AmazonS3ConfigKey::Region);
+            b = b.with_credentials(Arc::new(aws_chain::chain(
+                bucket,
+                profile_name.as_deref(),
+                region.as_deref(),
+                !custom_endpoint,
+            )));
         }
         b.build()
             .map_err(|e| Failure::bad_input(format!("S3 settings for bucket `{bucket}`: {e}")))
@@ -253,6 +247,11 @@ pub(super) fn meta_of(bucket: &str, m: ObjectMeta) -> FileMeta {
 /// says what to check; the original error stays in the chain for the exit
 /// code.
 pub fn s3_error(e: object_store::Error, loc: &Location) -> anyhow::Error {
+    if let Some(u) =
+        std::error::Error::source(&e).and_then(|s| s.downcast_ref::<aws_chain::Unavailable>())
+    {
+        return Failure::new(crate::exit::object_store_code(&e), u.0.clone()).into();
+    }
     let text = e.to_string();
     let bucket = match loc {
         Location::S3 { bucket, .. } => bucket.as_str(),

@@ -333,6 +333,71 @@ impl Moto {
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     }
 
+    /// An IAM request (query protocol), made while authentication is off:
+    /// the credential scope of the (unchecked) signature routes it to IAM.
+    pub fn iam(&self, params: &[(&str, &str)]) -> String {
+        let body: Vec<String> = params
+            .iter()
+            .chain(&[("Version", "2010-05-08")])
+            .map(|(k, v)| format!("{k}={}", url_encode(v)))
+            .collect();
+        let (status, body) = self
+            .request(
+                "POST",
+                "/",
+                &[
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                    (
+                        "Authorization",
+                        "AWS4-HMAC-SHA256 Credential=AKIAKANONSETUP/20250101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0",
+                    ),
+                ],
+                body.join("&").as_bytes(),
+            )
+            .unwrap();
+        let body = String::from_utf8_lossy(&body).into_owned();
+        assert_eq!(status, 200, "{params:?}: {body}");
+        body
+    }
+
+    /// Creates an IAM user allowed the IAM `action` (e.g. `s3:*`) on every
+    /// resource, and an access key of it: (key id, secret). Once
+    /// [`Moto::require_auth`] is called, only such keys pass.
+    pub fn iam_user(&self, name: &str, action: &str) -> (String, String) {
+        self.iam(&[("Action", "CreateUser"), ("UserName", name)]);
+        self.iam(&[
+            ("Action", "PutUserPolicy"),
+            ("UserName", name),
+            ("PolicyName", "kanon-test"),
+            ("PolicyDocument", &allow(action)),
+        ]);
+        let key = self.iam(&[("Action", "CreateAccessKey"), ("UserName", name)]);
+        (
+            tags(&key, "AccessKeyId").remove(0),
+            tags(&key, "SecretAccessKey").remove(0),
+        )
+    }
+
+    /// Creates an IAM role that the user `trusted` may assume, allowed the
+    /// IAM `action` on every resource; returns its ARN.
+    pub fn iam_role(&self, name: &str, trusted: &str, action: &str) -> String {
+        let trust = format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"AWS":"arn:aws:iam::123456789012:user/{trusted}"}},"Action":"sts:AssumeRole"}}]}}"#
+        );
+        let role = self.iam(&[
+            ("Action", "CreateRole"),
+            ("RoleName", name),
+            ("AssumeRolePolicyDocument", &trust),
+        ]);
+        self.iam(&[
+            ("Action", "PutRolePolicy"),
+            ("RoleName", name),
+            ("PolicyName", "kanon-test"),
+            ("PolicyDocument", &allow(action)),
+        ]);
+        tags(&role, "Arn").remove(0)
+    }
+
     /// `kanon` with credentials for this server and its endpoint.
     pub fn kanon(&self) -> Command {
         let mut c = kanon();
@@ -368,6 +433,24 @@ impl Drop for Moto {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// An IAM policy allowing `action` on every resource.
+fn allow(action: &str) -> String {
+    format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Action":"{action}","Resource":"*"}}]}}"#
+    )
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 fn tags(xml: &str, tag: &str) -> Vec<String> {
