@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::exit::{Failure, INTERRUPTED, TERMINATED, TIMED_OUT};
 
@@ -51,6 +54,19 @@ impl Ui {
                 _ => Level::TRACE,
             }
         };
+        // The AWS SDK logs each credential source it tries as a warning;
+        // kanon reports a failure itself (naming the profile and the fix),
+        // so the SDK's lines show from -vv on.
+        let sdk = if verbose >= 2 {
+            LevelFilter::from_level(level)
+        } else {
+            LevelFilter::ERROR
+        };
+        let targets = Targets::new()
+            .with_default(level)
+            .with_target("aws_config", sdk)
+            .with_target("aws_smithy", sdk)
+            .with_target("aws_sdk", sdk);
         let builder = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
             .with_max_level(level)
@@ -59,8 +75,15 @@ impl Ui {
             LogFormat::Text => builder
                 .with_ansi(std::io::stderr().is_terminal())
                 .without_time()
+                .finish()
+                .with(targets)
                 .try_init(),
-            LogFormat::Json => builder.json().flatten_event(true).try_init(),
+            LogFormat::Json => builder
+                .json()
+                .flatten_event(true)
+                .finish()
+                .with(targets)
+                .try_init(),
         };
         Ui {
             quiet,

@@ -523,6 +523,8 @@ fn a_profile_with_a_credential_process() {
     let err = stderr(&o);
     assert!(err.contains("AWS profile `tool`"), "{}", show(&o));
     assert!(err.contains("token expired, log in again"), "{}", show(&o));
+    // The SDK's own attempts are not logged below -vv: one error, kanon's.
+    assert!(!err.contains("WARN"), "{}", show(&o));
 }
 
 /// `kanon sql` reads a table from a bucket prefix and commits its result to
