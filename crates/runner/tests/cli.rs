@@ -60,7 +60,11 @@ fn small(sex: impl Fn(usize) -> Option<&'static str>) -> RecordBatch {
 }
 
 fn male_female(i: usize) -> Option<&'static str> {
-    Some(if i % 2 == 0 { "Male" } else { "Female" })
+    Some(if i.is_multiple_of(2) {
+        "Male"
+    } else {
+        "Female"
+    })
 }
 
 #[test]

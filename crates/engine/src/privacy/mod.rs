@@ -123,7 +123,7 @@ mod tests {
                 2
             }
             fn accepts(&self, class: ClassView<'_>) -> bool {
-                class.rows.len() % 2 == 0
+                class.rows.len().is_multiple_of(2)
             }
         }
         assert!(!Custom.is_monotone());

@@ -33,7 +33,7 @@ pub(super) fn extra_column(i: usize) -> (ExtraKind, f64) {
     let kind = match i % 4 {
         0 => ExtraKind::Int,
         1 => ExtraKind::Float,
-        2 if (i / 4) % 2 == 0 => ExtraKind::LowCardinalityString,
+        2 if (i / 4).is_multiple_of(2) => ExtraKind::LowCardinalityString,
         2 => ExtraKind::HighCardinalityString,
         _ => ExtraKind::Timestamp,
     };
