@@ -1,0 +1,277 @@
+//! What `kanon anonymize` reports: the summary on stdout, the log lines,
+//! the metrics JSON (written before the commit), the release's provenance
+//! metadata and the dry run's check list. Sizes and figures only, never a
+//! value of a record.
+
+use anyhow::{Context, Result};
+use kanon_engine::privacy::Privacy;
+use kanon_engine::spec::JobSpec;
+use kanon_engine::verify::Verified;
+use kanon_engine::Anonymization;
+
+use super::{PassOne, Plan};
+use crate::ops::{peak_rss_bytes, Ui};
+use crate::storage::Location;
+
+/// A finished run, before its commit: what the summary, the logs and the
+/// metrics JSON say.
+pub(super) struct Run<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) privacy: &'a Privacy,
+    pub(super) result: &'a Anonymization,
+    pub(super) release_check: &'a Verified,
+    pub(super) fingerprint: Option<&'a str>,
+    pub(super) rows_in: u64,
+    pub(super) bytes_out: u64,
+    pub(super) read_s: f64,
+    pub(super) write_s: f64,
+    pub(super) total_s: f64,
+    pub(super) memory: Memory,
+}
+
+impl Run<'_> {
+    /// Every metric, both verifications, the timings and the memory.
+    pub(super) fn metrics_json(&self, files: &[Location]) -> serde_json::Value {
+        let (plan, result) = (self.plan, self.result);
+        serde_json::json!({
+            "input": plan.input.to_string(),
+            "output": plan.output.to_string(),
+            "files": files.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+            "input_fingerprint": self.fingerprint,
+            "algorithm": result.algorithm,
+            "privacy": self.privacy.describe(),
+            "seed": plan.job.spec.algorithm.seed,
+            "report": result.report,
+            "verified": result.verified,
+            "release_verified": self.release_check,
+            "details": result.details,
+            "memory": self.memory,
+            "timings_s": {
+                "pass1_read_encode": self.read_s,
+                "classes": result.timings.classes.as_secs_f64(),
+                "algorithm": result.timings.algorithm.as_secs_f64(),
+                "verify": result.timings.verify.as_secs_f64(),
+                "metrics": result.timings.metrics.as_secs_f64(),
+                "pass2_recode_verify_write": self.write_s,
+                "total": self.total_s,
+            },
+        })
+    }
+
+    /// The log lines of a committed release.
+    pub(super) fn log_committed(&self, files: usize, rows_out: u64) {
+        let r = &self.result.report;
+        let memory = &self.memory;
+        tracing::info!(
+            output = %self.plan.output,
+            files = files,
+            rows_in = self.rows_in,
+            rows_out = rows_out,
+            suppressed = r.suppressed_rows,
+            k_achieved = r.smallest_class,
+            ncp = r.ncp,
+            bytes = self.bytes_out,
+            seconds = self.total_s,
+            "release committed"
+        );
+        tracing::info!(
+            working_set_bytes = memory.working_set_bytes,
+            working_set_bytes_per_row = memory.working_set_bytes_per_row,
+            peak_rss_bytes = memory.peak_rss_bytes,
+            peak_rss_bytes_per_row = memory.peak_rss_bytes_per_row,
+            "memory"
+        );
+    }
+
+    /// The summary on stdout.
+    pub(super) fn print_summary(&self, files: usize) {
+        let (plan, result) = (self.plan, self.result);
+        let r = &result.report;
+        println!("kanon anonymize: {} -> {}", plan.input, plan.output);
+        println!(
+            "  algorithm     {} ({})",
+            result.algorithm,
+            self.privacy.describe()
+        );
+        println!(
+            "  rows          {} in, {} out, {} suppressed",
+            r.rows_in, r.rows_out, r.suppressed_rows
+        );
+        println!(
+            "  classes       {} (smallest {}, largest {}), k achieved {}",
+            r.classes, r.smallest_class, r.largest_class, r.smallest_class
+        );
+        println!(
+            "  loss          NCP {:.4}, granularity {:.4}, distortion ratio {:.4}",
+            r.ncp, r.granularity, r.distortion_ratio
+        );
+        if let Some(p) = result.details.get("partitioned") {
+            let f = |key: &str| p.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0);
+            println!(
+                "  blocks        {} of {}-{} rows (partition {:.3} s, blocks {:.3} s, union {:.3} s)",
+                f("blocks"),
+                f("block_rows_min"),
+                f("block_rows_max"),
+                f("partition_s"),
+                f("blocks_s"),
+                f("union_s")
+            );
+        }
+        if files > 1 {
+            println!("  files         {} ({} bytes)", files, self.bytes_out);
+        }
+        println!(
+            "  time          {:.3} s (pass 1 {:.3}, algorithm {:.3}, verify {:.3}, pass 2 {:.3})",
+            self.total_s,
+            self.read_s,
+            result.timings.algorithm.as_secs_f64(),
+            result.timings.verify.as_secs_f64(),
+            self.write_s
+        );
+    }
+}
+
+/// The dry run's report: pass 1 read the input and every check before the
+/// algorithm passed; nothing was written.
+pub(super) fn dry_run(ui: &Ui, plan: &Plan, first: &PassOne, privacy: &Privacy) {
+    let spec = &plan.job.spec;
+    if !ui.quiet {
+        println!(
+            "kanon anonymize --dry-run: {} -> {}",
+            plan.input, plan.output
+        );
+        println!(
+            "  input         {} file(s), {}, {} rows, {} columns",
+            first.dataset.n_files(),
+            first.dataset.format.name(),
+            first.rows_in,
+            first.dataset.schema.fields().len()
+        );
+        println!(
+            "  job           {} ({}), {} quasi-identifiers checked against their hierarchies",
+            spec.algorithm.name,
+            privacy.describe(),
+            first.qi.n_qi()
+        );
+        println!("  ok            nothing was written");
+    }
+    tracing::info!(input = %plan.input, rows = first.rows_in, "dry run passed");
+}
+
+/// Memory of a run: the encoded working set and the process's peak resident
+/// set (Linux only), in bytes and per input row. Sizes only, never data.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct Memory {
+    working_set_bytes: u64,
+    working_set_bytes_per_row: f64,
+    peak_rss_bytes: Option<u64>,
+    peak_rss_bytes_per_row: Option<f64>,
+}
+
+impl Memory {
+    /// Reads the peak RSS now, at the end of a run over `rows` rows.
+    pub(super) fn of_run(working_set_bytes: u64, rows: u64) -> Memory {
+        let per_row = |bytes: u64| bytes as f64 / rows.max(1) as f64;
+        let peak_rss_bytes = peak_rss_bytes();
+        Memory {
+            working_set_bytes,
+            working_set_bytes_per_row: per_row(working_set_bytes),
+            peak_rss_bytes,
+            peak_rss_bytes_per_row: peak_rss_bytes.map(per_row),
+        }
+    }
+}
+
+/// The metrics JSON of a run, written in full before the release is
+/// committed (so its failure publishes nothing) and removed again if the
+/// commit fails.
+pub(super) struct MetricsFile(std::path::PathBuf);
+
+impl MetricsFile {
+    pub(super) fn write(path: &std::path::Path, json: &serde_json::Value) -> Result<MetricsFile> {
+        let parent = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let context = || {
+            format!(
+                "cannot write metrics to {} (--metrics-json); nothing was published",
+                path.display()
+            )
+        };
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!("{}metrics-", crate::release::tmp_prefix()))
+            .tempfile_in(parent)
+            .with_context(context)?;
+        std::io::Write::write_all(&mut tmp, serde_json::to_string_pretty(json)?.as_bytes())
+            .with_context(context)?;
+        tmp.persist(path)
+            .map_err(|e| e.error)
+            .with_context(context)?;
+        Ok(MetricsFile(path.to_path_buf()))
+    }
+
+    pub(super) fn remove(self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// kanon's provenance for the release's key-value metadata. Deterministic:
+/// no times, no host names, no paths.
+pub(super) fn provenance(
+    spec: &JobSpec,
+    result: &Anonymization,
+    rows_in: u64,
+    fingerprint: Option<&str>,
+) -> Vec<(String, String)> {
+    let r = &result.report;
+    let mut out = vec![
+        ("kanon.version".into(), env!("CARGO_PKG_VERSION").into()),
+        ("kanon.algorithm".into(), result.algorithm.clone()),
+        (
+            "kanon.algorithm.params".into(),
+            serde_json::to_string(&spec.algorithm).unwrap_or_default(),
+        ),
+        (
+            "kanon.privacy".into(),
+            serde_json::to_string(&spec.privacy).unwrap_or_default(),
+        ),
+        ("kanon.seed".into(), spec.algorithm.seed.to_string()),
+        ("kanon.k_achieved".into(), r.smallest_class.to_string()),
+        ("kanon.rows_in".into(), rows_in.to_string()),
+        (
+            "kanon.rows_suppressed".into(),
+            r.suppressed_rows.to_string(),
+        ),
+        ("kanon.ncp".into(), format!("{:.6}", r.ncp)),
+        ("kanon.granularity".into(), format!("{:.6}", r.granularity)),
+        (
+            "kanon.quasi_identifiers".into(),
+            spec.quasi_identifiers()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        (
+            "kanon.sensitive".into(),
+            spec.sensitive()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    ];
+    // l achieved per sensitive column (distinct and entropy l-diversity).
+    for d in &r.sensitive {
+        out.push((
+            format!("kanon.l_achieved.{}", d.name),
+            format!(
+                "{{\"distinct_l\":{},\"entropy_l\":{:.6}}}",
+                d.distinct_l, d.entropy_l
+            ),
+        ));
+    }
+    if let Some(f) = fingerprint {
+        out.push(("kanon.input.fingerprint".into(), f.to_string()));
+    }
+    out
+}
