@@ -450,6 +450,15 @@ pub fn weakenings(file: &JobSpec, new: &JobSpec) -> Vec<String> {
             ));
         }
     }
+    // A registered model's parameters have no order kanon knows: any
+    // change to one the file names counts as weakening (fail closed).
+    for (name, params) in &a.models {
+        match b.models.get(name) {
+            None => out.push(format!("privacy.models.{name} removed")),
+            Some(p) if p != params => out.push(format!("privacy.models.{name} changed")),
+            Some(_) => {}
+        }
+    }
     out
 }
 

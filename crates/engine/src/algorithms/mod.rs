@@ -73,16 +73,27 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
 /// algorithm does not honour (l-diversity without the capability).
 pub fn by_name(spec: &JobSpec) -> Result<Box<dyn Algorithm>> {
     let registration = registry::lookup(&spec.algorithm.name)?;
-    if spec.privacy.l.is_some() && !registration.capabilities.l_diversity {
+    let asks = if spec.privacy.l.is_some() {
+        Some(("privacy.l", "l-diversity", "`l`"))
+    } else if !spec.privacy.models.is_empty() {
+        Some((
+            "privacy.models",
+            "privacy models beyond k",
+            "`[privacy.models]`",
+        ))
+    } else {
+        None
+    };
+    if let (Some((setting, what, remove)), false) = (asks, registration.capabilities.l_diversity) {
         let with_l: Vec<&str> = registry::all()
             .iter()
             .filter(|r| r.capabilities.l_diversity)
             .map(|r| r.name)
             .collect();
         return Err(Error::spec(
-            "privacy.l",
+            setting,
             format!(
-                "`{}` does not honour l-diversity; remove `l` or choose one of: {}",
+                "`{}` does not honour {what}; remove {remove} or choose one of: {}",
                 registration.name,
                 with_l.join(", ")
             ),

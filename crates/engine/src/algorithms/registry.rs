@@ -21,8 +21,9 @@ pub struct Capabilities {
     /// default on large tables); global recoding publishes one
     /// generalisation for the whole table and must see all of it.
     pub block_wise: bool,
-    /// Honours l-diversity (`privacy.l`); jobs with `l` are refused
-    /// otherwise.
+    /// Honours l-diversity (`privacy.l`) and every other model beyond k
+    /// (`[privacy.models]`): the algorithm asks the models whether a class
+    /// may be published. Jobs with `l` or models are refused otherwise.
     pub l_diversity: bool,
 }
 

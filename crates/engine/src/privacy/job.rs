@@ -72,6 +72,9 @@ impl Privacy {
                 });
             }
         }
+        for model in super::registry::build_all(spec)? {
+            privacy = privacy.with_model(model);
+        }
         Ok(privacy)
     }
 

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 mod job;
 mod k_anonymity;
 mod l_diversity;
+pub mod registry;
 mod requirement;
 
 pub use job::Privacy;

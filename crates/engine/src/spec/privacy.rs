@@ -2,6 +2,8 @@
 //! limit, per-group [`RequirementSpec`]s, and the l-diversity settings
 //! ([`Diversity`], [`MissingSensitive`]).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -44,6 +46,11 @@ pub struct PrivacySpec {
     /// recursive l, `value` counts them as one value of their own.
     #[serde(default)]
     pub missing_sensitive: MissingSensitive,
+    /// Further privacy models by registered name, each with its parameters
+    /// (`[privacy.models.NAME]`; see `privacy::registry`): every published
+    /// class must satisfy each of them too.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, serde_json::Value>,
 }
 
 /// How l-diversity treats missing sensitive values (NULL, NaN, `""`).
@@ -69,6 +76,7 @@ impl Default for PrivacySpec {
             c: None,
             sensitive: None,
             missing_sensitive: MissingSensitive::Ignore,
+            models: BTreeMap::new(),
         }
     }
 }

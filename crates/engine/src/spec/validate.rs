@@ -23,6 +23,9 @@ impl JobSpec {
             }
         }
         self.validate_diversity()?;
+        // Every model of `[privacy.models]` is registered and its
+        // parameters build.
+        crate::privacy::registry::build_all(self)?;
         let strongest = self
             .privacy
             .requirements

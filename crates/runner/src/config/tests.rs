@@ -95,6 +95,20 @@ fn weakenings_name_every_weaker_setting() {
         weakenings(&file, &stronger).is_empty(),
         "k 9 covers the requirement of 8"
     );
+    // A registered model the file names may be neither dropped nor changed.
+    let mut with_model = file.clone();
+    with_model.privacy.models.insert(
+        "entropy-l-diversity".into(),
+        serde_json::json!({ "column": "s", "l": 3 }),
+    );
+    let mut changed = with_model.clone();
+    changed.privacy.models.insert(
+        "entropy-l-diversity".into(),
+        serde_json::json!({ "column": "s", "l": 2 }),
+    );
+    assert_eq!(weakenings(&with_model, &changed).len(), 1);
+    assert_eq!(weakenings(&with_model, &file).len(), 1);
+    assert!(weakenings(&file, &with_model).is_empty());
 }
 
 #[test]
