@@ -120,6 +120,20 @@ fn smallest_class(job: &Path, release: &Path) -> usize {
     sizes.into_values().min().unwrap()
 }
 
+/// `kanon anonymize -q -c JOB --algorithm ALGORITHM -o OUT`, in process.
+fn anonymize(job: &Path, algorithm: &str, out: &Path) -> ExitCode {
+    kanon(&[
+        "anonymize",
+        "-q",
+        "-c",
+        path(job),
+        "--algorithm",
+        algorithm,
+        "-o",
+        path(out),
+    ])
+}
+
 /// Every Adult row is in `release`, its classes hold at least the job's k
 /// rows, and `kanon verify` passes it.
 fn assert_released_and_verified(job: &Path, release: &Path) {
@@ -135,17 +149,7 @@ fn a_registered_algorithm_runs_through_the_cli_path_with_verification() {
     let dir = tempfile::tempdir().unwrap();
     let job = common::adult_job(dir.path(), |t| t);
     let out = dir.path().join("release.parquet");
-    let code = kanon(&[
-        "anonymize",
-        "-q",
-        "-c",
-        path(&job),
-        "--algorithm",
-        "sorted-runs",
-        "-o",
-        path(&out),
-    ]);
-    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(anonymize(&job, "sorted-runs", &out), ExitCode::SUCCESS);
     assert_released_and_verified(&job, &out);
 }
 
@@ -155,17 +159,7 @@ fn a_registered_algorithm_that_breaks_k_publishes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let job = common::adult_job(dir.path(), |t| t);
     let out = dir.path().join("release.parquet");
-    let code = kanon(&[
-        "anonymize",
-        "-q",
-        "-c",
-        path(&job),
-        "--algorithm",
-        "every-row-alone",
-        "-o",
-        path(&out),
-    ]);
-    assert_ne!(code, ExitCode::SUCCESS);
+    assert_ne!(anonymize(&job, "every-row-alone", &out), ExitCode::SUCCESS);
     assert_eq!(common::ls(dir.path()), vec!["job.toml".to_string()]);
 }
 
