@@ -1,8 +1,9 @@
 //! The `kanon` command line as a library: the binary is `fn main` calling
-//! [`run`], so an embedder can register its own algorithms with
-//! `kanon_engine::algorithms::registry::register` and run them through the
-//! very path `kanon anonymize` takes (load the job, run, verify, write,
-//! commit).
+//! [`run`], so an embedder can register its own algorithms, privacy models
+//! and utility metrics (`kanon_engine::algorithms::registry`,
+//! `kanon_engine::privacy::registry`, `kanon_engine::metrics::utility`) and
+//! run them through the very path `kanon anonymize` takes (load the job,
+//! run, verify, write, commit).
 //!
 //! Commands live in their own modules and drive the engine's release path;
 //! errors are reported with their chain and mapped to exit codes that
@@ -158,9 +159,9 @@ impl StorageArgs {
 
 /// Runs the command line `args` (the first is the program name, as in
 /// `std::env::args_os()`) and returns its exit code: success, or the code
-/// of the failure (schedulers act on it: 1 verification
-/// failed, 2 bad input, 3 unsatisfiable, 4 I/O, 5 output exists, 70 a bug,
-/// 124 timed out, 130 interrupted, 143 terminated). Installs the SIGINT and
+/// of the failure, which schedulers act on: 1 verification failed, 2 bad
+/// input, 3 unsatisfiable, 4 I/O, 5 output exists, 70 a bug, 124 timed out,
+/// 130 interrupted, 143 terminated. Installs the SIGINT and
 /// SIGTERM handlers of a command-line job (once per process).
 pub fn run<I, T>(args: I) -> ExitCode
 where
