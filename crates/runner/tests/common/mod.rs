@@ -169,6 +169,26 @@ pub const KEY_ID: &str = "AKIAKANONTEST0000001";
 /// Its secret; must never appear in kanon's output.
 pub const SECRET: &str = "kanon-test-secret-DO-NOT-PRINT-0123456789";
 
+/// `moto_server` on 127.0.0.1 at the port given as the first argument,
+/// handling one request at a time. moto checks S3's conditions (such as
+/// `If-None-Match: *` on completing a multipart upload, which kanon's
+/// publication without `--overwrite` relies on) and then writes, on many
+/// threads: two requests released together can both pass the check. S3
+/// makes each request atomic; so does the lock, and the connections stay
+/// threaded.
+const MOTO_ONE_REQUEST_AT_A_TIME: &str = r#"
+import sys, threading
+from moto.moto_server import werkzeug_app
+lock = threading.Lock()
+handle = werkzeug_app.DomainDispatcherApplication.__call__
+def one_at_a_time(self, environ, start_response):
+    with lock:
+        return list(handle(self, environ, start_response))
+werkzeug_app.DomainDispatcherApplication.__call__ = one_at_a_time
+from moto.server import main
+main(["-H", "127.0.0.1", "-p", sys.argv[1]])
+"#;
+
 impl Moto {
     /// Starts a server, or returns `None` (with a printed reason) when
     /// `moto_server` is not installed and `CI` is not set. In CI a missing
@@ -193,8 +213,8 @@ impl Moto {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let child = Command::new("python3")
+            .args(["-c", MOTO_ONE_REQUEST_AT_A_TIME, &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
