@@ -1,6 +1,14 @@
-//! Re-identification risk and information loss of a table as it stands: an
-//! input before anonymisation, or a release after it, judged by the values
-//! (labels) its quasi-identifiers show.
+//! Re-identification risk of a table as it stands: an input before
+//! anonymisation, or a release after it, judged by the values (labels) its
+//! quasi-identifiers show.
+//!
+//! - [`table_risk`]: the job's view (classes below k, l achieved, NCP).
+//! - [`prosecutor_risk`], [`journalist_risk`], [`marketer_risk`]: the
+//!   attacker models of El Emam & Dankar 2008, with sample uniques and
+//!   histograms.
+//!
+//! Everything here reports counts, shares and attribute names, never the
+//! values of records.
 //!
 //! Rows with identical QI labels form a class. A record in a class of size
 //! `s` is re-identified with probability `1/s` by an attacker who knows its
@@ -15,6 +23,13 @@
 //! `(b-a)/(max-min)` over the column's observed bounds, a value set `{a,b}`
 //! costs `m/D` over the column's distinct values, `*` costs 1, a plain value
 //! 0. An input that was never generalised therefore has NCP 0.
+
+mod sample;
+
+pub use sample::{
+    class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
+    sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
+};
 
 use std::sync::Arc;
 
