@@ -6,6 +6,8 @@
 //! - [`prosecutor_risk`], [`journalist_risk`], [`marketer_risk`]: the
 //!   attacker models of El Emam & Dankar 2008, with sample uniques and
 //!   histograms.
+//! - [`population_uniqueness`]: Pitman, Zayatz, SNB and Dankar's rule, as
+//!   ARX 3.9.2.
 //!
 //! Everything here reports counts, shares and attribute names, never the
 //! values of records.
@@ -25,10 +27,15 @@
 //! 0. An input that was never generalised therefore has NCP 0.
 
 mod sample;
+mod special;
+mod uniqueness;
 
 pub use sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
     sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
+};
+pub use uniqueness::{
+    population_uniqueness, PopulationUniqueness, UniquenessEstimate, UniquenessModel,
 };
 
 use std::sync::Arc;
