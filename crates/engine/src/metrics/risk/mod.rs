@@ -8,6 +8,8 @@
 //!   histograms.
 //! - [`population_uniqueness`]: Pitman, Zayatz, SNB and Dankar's rule, as
 //!   ARX 3.9.2.
+//! - [`minimal_sample_uniques`]: the riskiest QI combinations (SUDA's
+//!   minimal sample uniques).
 //!
 //! Everything here reports counts, shares and attribute names, never the
 //! values of records.
@@ -26,10 +28,12 @@
 //! costs `m/D` over the column's distinct values, `*` costs 1, a plain value
 //! 0. An input that was never generalised therefore has NCP 0.
 
+mod msu;
 mod sample;
 mod special;
 mod uniqueness;
 
+pub use msu::{minimal_sample_uniques, AttributeMsus, MsuReport, RiskyCombination};
 pub use sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
     sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
