@@ -3,13 +3,12 @@
 //! quasi-identifiers show.
 //!
 //! - [`table_risk`]: the job's view (classes below k, l achieved, NCP).
-//! - [`prosecutor_risk`], [`journalist_risk`], [`marketer_risk`]: the
-//!   attacker models of El Emam & Dankar 2008, with sample uniques and
-//!   histograms.
-//! - [`population_uniqueness`]: Pitman, Zayatz, SNB and Dankar's rule, as
-//!   ARX 3.9.2.
-//! - [`minimal_sample_uniques`]: the riskiest QI combinations (SUDA's
-//!   minimal sample uniques).
+//! - [`risk_profile`]: the attacker models of El Emam & Dankar 2008
+//!   (`sample`: prosecutor, journalist, marketer, sample uniques and
+//!   histograms), population-uniqueness estimates (`uniqueness`: Pitman,
+//!   Zayatz, SNB and Dankar's rule, as ARX 3.9.2) and the riskiest QI
+//!   combinations (`msu`: SUDA's minimal sample uniques), in one
+//!   serialisable [`RiskProfile`].
 //!
 //! Everything here reports counts, shares and attribute names, never the
 //! values of records.
@@ -29,11 +28,16 @@
 //! 0. An input that was never generalised therefore has NCP 0.
 
 mod msu;
+mod profile;
 mod sample;
 mod special;
 mod uniqueness;
 
 pub use msu::{minimal_sample_uniques, AttributeMsus, MsuReport, RiskyCombination};
+pub use profile::{
+    encode_labels, population_class_sizes, risk_profile, risk_profile_of_batches, RiskOptions,
+    RiskProfile,
+};
 pub use sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
     sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
