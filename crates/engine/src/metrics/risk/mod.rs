@@ -1,6 +1,17 @@
-//! Re-identification risk and information loss of a table as it stands: an
-//! input before anonymisation, or a release after it, judged by the values
-//! (labels) its quasi-identifiers show.
+//! Re-identification risk of a table as it stands: an input before
+//! anonymisation, or a release after it, judged by the values (labels) its
+//! quasi-identifiers show.
+//!
+//! - [`table_risk`]: the job's view (classes below k, l achieved, NCP).
+//! - [`risk_profile`]: the attacker models of El Emam & Dankar 2008
+//!   (`sample`: prosecutor, journalist, marketer, sample uniques and
+//!   histograms), population-uniqueness estimates (`uniqueness`: Pitman,
+//!   Zayatz, SNB and Dankar's rule, as ARX 3.9.2) and the riskiest QI
+//!   combinations (`msu`: SUDA's minimal sample uniques), in one
+//!   serialisable [`RiskProfile`].
+//!
+//! Everything here reports counts, shares and attribute names, never the
+//! values of records.
 //!
 //! Rows with identical QI labels form a class. A record in a class of size
 //! `s` is re-identified with probability `1/s` by an attacker who knows its
@@ -15,6 +26,25 @@
 //! `(b-a)/(max-min)` over the column's observed bounds, a value set `{a,b}`
 //! costs `m/D` over the column's distinct values, `*` costs 1, a plain value
 //! 0. An input that was never generalised therefore has NCP 0.
+
+mod msu;
+mod profile;
+mod sample;
+mod special;
+mod uniqueness;
+
+pub use msu::{minimal_sample_uniques, AttributeMsus, MsuReport, RiskyCombination};
+pub use profile::{
+    encode_labels, population_class_sizes, risk_profile, risk_profile_of_batches, RiskOptions,
+    RiskProfile,
+};
+pub use sample::{
+    class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
+    sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
+};
+pub use uniqueness::{
+    population_uniqueness, PopulationUniqueness, UniquenessEstimate, UniquenessModel,
+};
 
 use std::sync::Arc;
 
