@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -47,6 +47,17 @@ pub fn risk_schema() -> SchemaRef {
             Field::new("l_achieved", DataType::Int64, true),
             float("ncp"),
             int("excluded_rows"),
+            Field::new("requirements_met", DataType::Boolean, false),
+            int("rows_below_requirements"),
+            Field::new("requirements", DataType::Utf8, false),
+            float("risk_threshold"),
+            int("records_above_threshold"),
+            float("marketer_risk"),
+            int("sample_uniques"),
+            Field::new("population_uniques", DataType::Float64, true),
+            Field::new("uniqueness_model", DataType::Utf8, true),
+            Field::new("msus", DataType::Int64, true),
+            Field::new("riskiest_qis", DataType::Utf8, true),
         ]))
     }))
 }
@@ -182,6 +193,8 @@ impl ExecutionPlan for KanonRiskExec {
                 drop(held);
                 let i = |v: usize| Arc::new(Int64Array::from(vec![v as i64])) as ArrayRef;
                 let x = |v: f64| Arc::new(Float64Array::from(vec![v])) as ArrayRef;
+                let s = |v: Option<String>| Arc::new(StringArray::from(vec![v])) as ArrayRef;
+                let p = &r.profile;
                 let batch = RecordBatch::try_new(
                     risk_schema(),
                     vec![
@@ -197,6 +210,38 @@ impl ExecutionPlan for KanonRiskExec {
                         Arc::new(Int64Array::from(vec![r.l_achieved.map(|l| l as i64)])),
                         x(r.ncp),
                         i(r.excluded_rows),
+                        Arc::new(BooleanArray::from(vec![r
+                            .requirements
+                            .iter()
+                            .all(|q| q.is_met())])),
+                        i(r.rows_below_requirements),
+                        s(Some(
+                            r.requirements
+                                .iter()
+                                .map(|q| format!("{}: achieved {}", q.requirement, q.achieved_k))
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        )),
+                        x(p.prosecutor.threshold),
+                        i(p.prosecutor.records_above_threshold),
+                        x(p.marketer),
+                        i(p.sample_uniques.records),
+                        Arc::new(Float64Array::from(vec![p
+                            .population_uniqueness
+                            .as_ref()
+                            .and_then(|u| u.dankar.share)])),
+                        s(p.population_uniqueness
+                            .as_ref()
+                            .and_then(|u| u.dankar_model)
+                            .map(|m| format!("{m:?}").to_lowercase())),
+                        Arc::new(Int64Array::from(vec![p
+                            .msus
+                            .as_ref()
+                            .map(|m| m.msus as i64)])),
+                        s(p.msus
+                            .as_ref()
+                            .and_then(|m| m.top_combinations.first())
+                            .map(|c| c.attributes.join(", "))),
                     ],
                 )?;
                 let batch = match &projection {

@@ -588,8 +588,8 @@ fn adult_profile_by_class_sizes_and_without_values() {
         72139.034675608430,
         1e-8
     ));
-    assert_eq!(profile.msus.attributes.len(), 8);
-    assert!(profile.msus.top_combinations.len() <= 10);
+    assert_eq!(profile.msus.as_ref().unwrap().attributes.len(), 8);
+    assert!(profile.msus.as_ref().unwrap().top_combinations.len() <= 10);
     let json = serde_json::to_string(&profile).unwrap();
     for value in [
         "Male",

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use kanon_engine::encode::{Encoder, EquivalenceClasses};
+use kanon_engine::encode::{Encoder, EquivalenceClasses, QiTable};
+use kanon_engine::metrics::risk::{requirement_risk, risk_profile, RequirementRisk, RiskProfile};
+use kanon_engine::privacy::{Privacy, Requirement};
+use kanon_engine::spec::RiskSpec;
 use kanon_engine::spec::{AttributeSpec, InputSpec, JobSpec, Kind, NullPolicy, Role, StorageSpec};
 use serde::Serialize;
 
@@ -45,6 +48,23 @@ pub struct InspectArgs {
     /// The CSV file has no header row.
     #[arg(long)]
     no_header: bool,
+    /// A table of the whole population the dataset was drawn from (same QI
+    /// columns; same format settings), for journalist and marketer risk
+    /// (`risk.population`).
+    #[arg(long, value_name = "PATH")]
+    population: Option<String>,
+    /// Records of the population (N), for the population-uniqueness
+    /// estimates (`risk.population_size`).
+    #[arg(long, value_name = "N")]
+    population_size: Option<u64>,
+    /// Records whose risk is above this count as at risk, 0..1
+    /// (`risk.threshold`, default 0.2).
+    #[arg(long, value_name = "RISK")]
+    threshold: Option<f64>,
+    /// Largest QI set searched for minimal sample uniques, 0 for none
+    /// (`risk.msu_max_size`; default 3, none above 1M rows).
+    #[arg(long, value_name = "N")]
+    msu_size: Option<usize>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -76,6 +96,9 @@ struct Risk {
     unique_rows: usize,
     rows_with_null_qi: usize,
     at_risk: Vec<AtRisk>,
+    /// The job's anonymity requirements (with `--config` and its QIs).
+    requirements: Vec<RequirementRisk>,
+    profile: RiskProfile,
 }
 
 #[derive(Debug, Serialize)]
@@ -91,37 +114,56 @@ struct Inspection {
 
 /// Runs `kanon inspect`.
 pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
-    let (mut input_spec, mut storage_spec, mut qis, mut ks) = match &args.config {
-        Some(c) => {
-            let job = Job::load(&crate::JobArgs {
-                config: c.clone(),
-                k: None,
-                algorithm: None,
-                seed: None,
-                suppression_limit: None,
-                set: Vec::new(),
-                weaken_privacy: false,
-                storage: args.storage.clone(),
-            })?;
-            let qis: Vec<String> = job
-                .spec
-                .quasi_identifiers()
-                .map(|a| a.name.clone())
-                .collect();
-            (
-                job.spec.input,
-                job.spec.storage,
-                qis,
-                vec![job.spec.privacy.k],
-            )
-        }
-        None => (
-            InputSpec::default(),
-            StorageSpec::default(),
-            Vec::new(),
-            Vec::new(),
-        ),
-    };
+    let (mut input_spec, mut storage_spec, mut qis, mut ks, mut risk_spec, job_requirements) =
+        match &args.config {
+            Some(c) => {
+                let job = Job::load(&crate::JobArgs {
+                    config: c.clone(),
+                    k: None,
+                    algorithm: None,
+                    seed: None,
+                    suppression_limit: None,
+                    set: Vec::new(),
+                    weaken_privacy: false,
+                    storage: args.storage.clone(),
+                })?;
+                let qis: Vec<String> = job
+                    .spec
+                    .quasi_identifiers()
+                    .map(|a| a.name.clone())
+                    .collect();
+                let requirements = Privacy::from_spec(&job.spec)?.requirements().to_vec();
+                (
+                    job.spec.input,
+                    job.spec.storage,
+                    qis,
+                    vec![job.spec.privacy.k],
+                    job.spec.risk,
+                    requirements,
+                )
+            }
+            None => (
+                InputSpec::default(),
+                StorageSpec::default(),
+                Vec::new(),
+                Vec::new(),
+                RiskSpec::default(),
+                Vec::new(),
+            ),
+        };
+    if let Some(p) = &args.population {
+        risk_spec.population = Some(p.clone());
+    }
+    if args.population_size.is_some() {
+        risk_spec.population_size = args.population_size;
+    }
+    if args.threshold.is_some() {
+        risk_spec.threshold = args.threshold;
+    }
+    if args.msu_size.is_some() {
+        risk_spec.msu_max_size = args.msu_size;
+    }
+    risk_spec.validate()?;
     if args.config.is_none() {
         let mut doc = toml::Table::new();
         crate::config::apply_overrides(&mut doc, &args.storage.overrides())?;
@@ -129,8 +171,14 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             storage_spec = t.try_into().context("storage settings")?;
         }
     }
+    // The requirements' shields index the job's QIs: other QIs have none.
+    let mut requirements: Vec<Requirement> = job_requirements;
     if !args.qi.is_empty() {
-        qis = args.qi.iter().map(|q| q.trim().to_string()).collect();
+        let given: Vec<String> = args.qi.iter().map(|q| q.trim().to_string()).collect();
+        if given != qis {
+            requirements.clear();
+        }
+        qis = given;
     }
     if !args.k.is_empty() {
         ks = args.k.clone();
@@ -199,18 +247,30 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                 .collect(),
             ..Default::default()
         };
-        let mut encoder = Encoder::try_new(&spec, &Default::default(), &dataset.schema)
-            .with_context(|| format!("--qi does not fit {location}"))?;
-        let bar = ui.bar("inspect", dataset.rows);
-        for b in dataset.scan(&storage, Some(dataset.projection(&qis)), false) {
-            check_interrupt()?;
-            let b = b?;
-            encoder.push(&b)?;
-            bar.inc(b.num_rows() as u64);
-        }
-        bar.finish_and_clear();
-        let table = encoder.finish()?;
+        let table = read_qis(&spec, &storage, &dataset, &location, &qis, ui, "inspect")?;
         rows = table.n_rows() as u64;
+        let population = match &risk_spec.population {
+            Some(p) => {
+                let location = Location::parse(p)?;
+                let dataset =
+                    Dataset::open(&storage, &location, &input_spec).with_context(|| {
+                        format!("the population table (risk.population, --population) {location}")
+                    })?;
+                Some(read_qis(
+                    &spec,
+                    &storage,
+                    &dataset,
+                    &location,
+                    &qis,
+                    ui,
+                    "population",
+                )?)
+            }
+            None => None,
+        };
+        let active = table.n_rows() - table.excluded().len();
+        let profile = risk_profile(&table, population.as_ref(), &risk_spec.options(active))?;
+        let requirements = requirement_risk(&table, &requirements);
         let classes = EquivalenceClasses::of(&table);
         let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
         let active = sizes.iter().sum::<usize>().max(1) as f64;
@@ -233,6 +293,8 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                     }
                 })
                 .collect(),
+            requirements,
+            profile,
         });
     }
     let report = Inspection {
@@ -298,6 +360,93 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                 a.classes
             );
         }
+        for q in &r.requirements {
+            println!(
+                "  {}: achieved k {}, {} rows at risk in {} of {} projected tuples",
+                q.requirement, q.achieved_k, q.records_below_k, q.tuples_below_k, q.tuples
+            );
+        }
+        print_profile(&r.profile);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the QI columns of `dataset` as raw categories (nulls apart).
+fn read_qis(
+    spec: &JobSpec,
+    storage: &Storage,
+    dataset: &Dataset,
+    location: &Location,
+    qis: &[String],
+    ui: &Ui,
+    what: &str,
+) -> Result<QiTable> {
+    let mut encoder = Encoder::try_new(spec, &Default::default(), &dataset.schema)
+        .with_context(|| format!("the quasi-identifiers do not fit {location}"))?;
+    let bar = ui.bar(what, dataset.rows);
+    for b in dataset.scan(storage, Some(dataset.projection(qis)), false) {
+        check_interrupt()?;
+        let b = b?;
+        encoder.push(&b)?;
+        bar.inc(b.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(encoder.finish()?)
+}
+
+/// The risk measures in text: attacker models, uniqueness, and the QI
+/// combinations that single records out (attribute names only).
+fn print_profile(p: &RiskProfile) {
+    let t = p.prosecutor.threshold;
+    println!(
+        "  prosecutor risk: highest {:.4}, average {:.4}, {} records ({:.2} %) above {t}",
+        p.prosecutor.highest,
+        p.prosecutor.average,
+        p.prosecutor.records_above_threshold,
+        100.0 * p.prosecutor.share_above_threshold
+    );
+    if let Some(j) = &p.journalist {
+        println!(
+            "  journalist risk: highest {:.4}, average {:.4}, {} records ({:.2} %) above {t}",
+            j.highest,
+            j.average,
+            j.records_above_threshold,
+            100.0 * j.share_above_threshold
+        );
+    }
+    println!("  marketer risk: {:.4}", p.marketer);
+    if let Some(u) = &p.population_uniqueness {
+        let est = |e: &kanon_engine::metrics::risk::UniquenessEstimate| match e.share {
+            Some(s) => format!("{:.4} %", 100.0 * s),
+            None => "n/a".to_string(),
+        };
+        println!(
+            "  population uniques (N = {}, sampling fraction {:.4}): Dankar {}{}, Pitman {}, Zayatz {}, SNB {}",
+            u.population_size,
+            u.sampling_fraction,
+            est(&u.dankar),
+            u.dankar_model
+                .map(|m| format!(" ({m:?})"))
+                .unwrap_or_default(),
+            est(&u.pitman),
+            est(&u.zayatz),
+            est(&u.snb)
+        );
+    }
+    if let Some(m) = &p.msus {
+        println!(
+            "  minimal sample uniques (QI sets of up to {}): {} in {} records",
+            m.max_size, m.msus, m.records_with_msu
+        );
+        for a in m.attributes.iter().filter(|a| a.msus > 0) {
+            println!("    {:<20} in {} MSUs", a.attribute, a.msus);
+        }
+        for c in m.top_combinations.iter().take(5) {
+            println!(
+                "    [{}] makes {} records unique",
+                c.attributes.join(", "),
+                c.records
+            );
+        }
+    }
 }

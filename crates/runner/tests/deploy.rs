@@ -52,7 +52,11 @@ fn the_examples_parse_and_the_configmap_job_runs() {
     let out = run(Command::new("python3")
         .arg(root().join("deploy/check.py"))
         .arg(dir.path()));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let release = dir.path().join("release.parquet");
     let out = run(kanon()
@@ -60,7 +64,11 @@ fn the_examples_parse_and_the_configmap_job_runs() {
         .arg(dir.path().join("job.toml"))
         .args(["-i", "data/adult/adult.parquet", "-o"])
         .arg(&release));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!release.exists(), "a dry run writes nothing");
 }
 
@@ -84,8 +92,13 @@ fn the_entrypoint_runs_a_dated_release_and_reports_by_exit_code() {
         .iter()
         .find(|f| f.starts_with("release_date=") && f.ends_with(".parquet"))
         .unwrap_or_else(|| panic!("no dated release among {files:?}"));
-    assert!(!release.contains('%'), "strftime fields are filled: {release}");
-    assert!(files.iter().any(|f| f.starts_with("metrics-") && !f.contains('%')));
+    assert!(
+        !release.contains('%'),
+        "strftime fields are filled: {release}"
+    );
+    assert!(files
+        .iter()
+        .any(|f| f.starts_with("metrics-") && !f.contains('%')));
     assert_eq!(read_parquet(&dir.path().join(release)).num_rows(), 30162);
 
     let committed = String::from_utf8_lossy(&first.stderr)
@@ -93,12 +106,27 @@ fn the_entrypoint_runs_a_dated_release_and_reports_by_exit_code() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("every log line is JSON"))
         .find(|v| v["message"] == "release committed")
         .expect("a `release committed` log line");
-    for field in ["timestamp", "level", "output", "rows_in", "rows_out", "suppressed", "k_achieved"] {
-        assert!(committed.get(field).is_some(), "log field {field} in {committed}");
+    for field in [
+        "timestamp",
+        "level",
+        "output",
+        "rows_in",
+        "rows_out",
+        "suppressed",
+        "k_achieved",
+    ] {
+        assert!(
+            committed.get(field).is_some(),
+            "log field {field} in {committed}"
+        );
     }
 
     let again = run(&mut entrypoint(&job).env("KANON_OUTPUT", &pattern));
-    assert_eq!(again.status.code(), Some(5), "the day's release exists: exit 5");
+    assert_eq!(
+        again.status.code(),
+        Some(5),
+        "the day's release exists: exit 5"
+    );
 
     let missing = run(&mut entrypoint(&dir.path().join("nope.toml")));
     assert_eq!(missing.status.code(), Some(2));

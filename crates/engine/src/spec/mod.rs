@@ -14,12 +14,14 @@ mod algorithm;
 mod attribute;
 mod input_output;
 mod privacy;
+mod risk;
 mod validate;
 
 pub use algorithm::AlgorithmSpec;
 pub use attribute::{AttributeSpec, GeneralisationSpec, Kind, NullPolicy, Role, DEFAULT_KEY_ENV};
 pub use input_output::{InputSpec, OutputSpec, StorageSpec};
 pub use privacy::{Diversity, MissingSensitive, PrivacySpec, RequirementSpec};
+pub use risk::{RiskSpec, MSU_DEFAULT_MAX_RECORDS};
 
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +52,9 @@ pub struct JobSpec {
     /// The algorithm and its parameters.
     #[serde(default)]
     pub algorithm: AlgorithmSpec,
+    /// How risk is measured (reports only; never changes the release).
+    #[serde(default)]
+    pub risk: RiskSpec,
 }
 
 impl JobSpec {

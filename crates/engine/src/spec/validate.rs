@@ -23,6 +23,7 @@ impl JobSpec {
             }
         }
         self.validate_diversity()?;
+        self.risk.validate()?;
         // Every model of `[privacy.models]` is registered and its
         // parameters build.
         crate::privacy::registry::build_all(self)?;

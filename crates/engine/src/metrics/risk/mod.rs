@@ -9,6 +9,8 @@
 //!   Zayatz, SNB and Dankar's rule, as ARX 3.9.2) and the riskiest QI
 //!   combinations (`msu`: SUDA's minimal sample uniques), in one
 //!   serialisable [`RiskProfile`].
+//! - [`requirement_risk`]: the table against every anonymity requirement
+//!   `<shield, k>` of a job, on its projections.
 //!
 //! Everything here reports counts, shares and attribute names, never the
 //! values of records.
@@ -29,6 +31,7 @@
 
 mod msu;
 mod profile;
+mod requirements;
 mod sample;
 mod special;
 mod uniqueness;
@@ -38,6 +41,7 @@ pub use profile::{
     encode_labels, population_class_sizes, risk_profile, risk_profile_of_batches, RiskOptions,
     RiskProfile,
 };
+pub use requirements::{records_below_any_requirement, requirement_risk, RequirementRisk};
 pub use sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
     sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
@@ -85,6 +89,14 @@ pub struct TableRisk {
     pub l_achieved: Option<usize>,
     /// Mean NCP over all QI cells, read from the labels.
     pub ncp: f64,
+    /// Every anonymity requirement of the job (plain k is the requirement
+    /// on all QIs), on the table's projection on its shield.
+    pub requirements: Vec<RequirementRisk>,
+    /// Records at risk under any requirement.
+    pub rows_below_requirements: usize,
+    /// Every risk measure of the table ([`RiskProfile`]), with the job's
+    /// `[risk]` settings.
+    pub profile: RiskProfile,
 }
 
 /// Computes the risk and loss of `batches` (all of `schema`) for the QIs and
@@ -138,7 +150,14 @@ pub fn table_risk(
         ncp_sum += column_ncp_sum(&table, col, hierarchy.map(|h| h.as_ref()), numeric)?;
     }
     let cells = (active * table.n_qi()).max(1) as f64;
+    let requirements = crate::privacy::Privacy::from_spec(spec)?
+        .requirements()
+        .to_vec();
+    let profile = risk_profile(&table, None, &spec.risk.options(active))?;
     Ok(TableRisk {
+        requirements: requirement_risk(&table, &requirements),
+        rows_below_requirements: records_below_any_requirement(&table, &requirements),
+        profile,
         rows,
         excluded_rows: table.excluded().len(),
         classes: sizes.len(),

@@ -31,7 +31,9 @@ pub struct RiskOptions {
     /// population-uniqueness estimates; `None` takes the population table's
     /// records when one is given, and skips the estimates otherwise.
     pub population_size: Option<u64>,
-    /// Largest QI set searched for minimal sample uniques.
+    /// Largest QI set searched for minimal sample uniques; 0 skips the
+    /// search (it costs a pass over the table per QI set: front ends skip
+    /// it on large tables unless asked).
     pub max_msu_size: usize,
     /// Combinations listed in [`MsuReport::top_combinations`].
     pub top_combinations: usize,
@@ -73,8 +75,9 @@ pub struct RiskProfile {
     /// Population-uniqueness estimates, when a population size is known and
     /// the table has records.
     pub population_uniqueness: Option<PopulationUniqueness>,
-    /// Minimal sample uniques: the QI combinations that single records out.
-    pub msus: MsuReport,
+    /// Minimal sample uniques: the QI combinations that single records out
+    /// (`None` when [`RiskOptions::max_msu_size`] is 0).
+    pub msus: Option<MsuReport>,
 }
 
 /// The risk profile of `sample`, judged by its QI codes (encode labels with
@@ -136,7 +139,14 @@ pub fn risk_profile(
         class_sizes: histogram,
         risk_bands: risk_bands(&sizes),
         population_uniqueness,
-        msus: minimal_sample_uniques(sample, options.max_msu_size, options.top_combinations)?,
+        msus: match options.max_msu_size {
+            0 => None,
+            max => Some(minimal_sample_uniques(
+                sample,
+                max,
+                options.top_combinations,
+            )?),
+        },
     })
 }
 
@@ -331,7 +341,7 @@ mod tests {
         let u = r.population_uniqueness.as_ref().unwrap();
         assert_eq!((u.population_size, u.sample_size), (12, 6));
         // MSUs: age 30/40 and zip a/b are all shared; (30, a) is unique.
-        assert_eq!(r.msus.by_size, [0, 1]);
+        assert_eq!(r.msus.as_ref().unwrap().by_size, [0, 1]);
         let json = serde_json::to_string(&r).unwrap();
         for value in ["\"30\"", "\"40\"", "\"a\"", "\"b\"", "\"x\""] {
             assert!(!json.contains(value), "{value} in {json}");
