@@ -36,7 +36,7 @@ fn journalist_and_marketer_risk_use_the_population_classes() {
     let population = adult();
     let sample = population.slice(0, 3000);
     let sample_path = dir.path().join("sample.parquet");
-    write_parquet(&sample_path, &[sample.clone()]);
+    write_parquet(&sample_path, std::slice::from_ref(&sample));
 
     let out = run(kanon()
         .args([
