@@ -78,7 +78,7 @@ fn the_entrypoint_runs_a_dated_release_and_reports_by_exit_code() {
     let job = adult_job(dir.path(), |s| s);
     let pattern = dir.path().join("release_date=%Y-%m-%d.parquet");
     let metrics = dir.path().join("metrics-%Y-%m-%d.json");
-    let first = run(&mut entrypoint(&job)
+    let first = run(entrypoint(&job)
         .env("KANON_OUTPUT", &pattern)
         .env("KANON_METRICS_JSON", &metrics)
         .env("KANON_TIMEOUT", "600"));
@@ -121,7 +121,7 @@ fn the_entrypoint_runs_a_dated_release_and_reports_by_exit_code() {
         );
     }
 
-    let again = run(&mut entrypoint(&job).env("KANON_OUTPUT", &pattern));
+    let again = run(entrypoint(&job).env("KANON_OUTPUT", &pattern));
     assert_eq!(
         again.status.code(),
         Some(5),
