@@ -23,7 +23,7 @@ if (!report || !screenshot) {
   process.exit(2);
 }
 const WIDTH = 1200;
-const SHOT_HEIGHT = 2600;
+const SHOT_HEIGHT = 3300;
 const profile = mkdtempSync(join(tmpdir(), "kanon-chromium-"));
 const browser = spawn(
   chromium,
