@@ -237,7 +237,7 @@ fn reading_of(
     let all_numbers = labels
         .iter()
         .filter(|(l, n)| *n > 0 && l.trim() != "*")
-        .all(|(l, _)| !matches!(parse_numeric(l), Numeric::NotNumeric));
+        .all(|(l, _)| !matches!(parse_numeric(l), Numeric::Text));
     if numeric_job || (all_numbers && !labels.is_empty()) {
         Reading::Numeric
     } else {
@@ -247,10 +247,14 @@ fn reading_of(
 
 /// A numeric label.
 enum Numeric {
+    /// `*`.
     Suppressed,
+    /// One number, published as it is.
     Value(f64),
+    /// A range; an open end is infinite.
     Range(f64, f64),
-    NotNumeric,
+    /// Not a number: a value of its own.
+    Text,
 }
 
 /// Reads a numeric label: `*`, a number, `[a-b]`, `[a-b)`, `>=a`, `<b`.
@@ -282,7 +286,7 @@ fn parse_numeric(label: &str) -> Numeric {
     if let Some(v) = l.strip_prefix('<').and_then(|s| s.trim().parse().ok()) {
         return Numeric::Range(f64::NEG_INFINITY, v);
     }
-    Numeric::NotNumeric
+    Numeric::Text
 }
 
 /// The smallest of 1, 2, 5, 10, 20, 50, ... at least `width`: interval
@@ -382,7 +386,7 @@ fn cost(reading: &Reading, labels: Vec<(String, u64)>) -> Vec<Label> {
                             label(text, count, ncp, "open interval".into(), f64::MAX / 2.0)
                         }
                     }
-                    Numeric::NotNumeric => label(text, count, 0.0, "exact".into(), 0.0),
+                    Numeric::Text => label(text, count, 0.0, "exact".into(), 0.0),
                 })
                 .collect()
         }
