@@ -215,6 +215,26 @@ fn report_on_a_published_release() {
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     assert!(read(&report).contains("NOT verified"));
 
+    // A release that still holds a column the job calls identifying fails,
+    // as under `kanon verify`.
+    let strict = dir.path().join("strict");
+    std::fs::create_dir(&strict).unwrap();
+    let strict_job = adult_job(&strict, |t| {
+        let cut = t.find("name = \"occupation\"").unwrap();
+        format!(
+            "{}name = \"occupation\"\nrole = \"identifying\"\n\n[[attributes]]\nname = \"salary-class\"\nrole = \"sensitive\"\n",
+            &t[..cut]
+        )
+    });
+    let o = run(kanon()
+        .args(["report", "--no-input", "-c"])
+        .arg(&strict_job)
+        .arg(&release)
+        .arg("-o")
+        .arg(&report));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(read(&report).contains("identifying column(s) `occupation`"));
+
     // Missing release, input or flag: clear errors naming them.
     let o = run(kanon()
         .arg("report")

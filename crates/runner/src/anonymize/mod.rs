@@ -222,6 +222,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     run.log_committed(files.len(), rows_out);
     if !ui.quiet {
         run.print_summary(files.len());
+        if let Some(path) = &args.report {
+            println!("  report        {}", path.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

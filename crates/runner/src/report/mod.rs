@@ -188,7 +188,12 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
+    let leaked = crate::verify::identifying_columns(spec, &release.schema);
     let verified = match verifier.finish(&privacy) {
+        Ok(_) if !leaked.is_empty() => Err(format!(
+            "the release holds identifying column(s) {}, which a release must drop",
+            leaked.join(", ")
+        )),
         Ok(v) => Ok(v),
         Err(Error::VerificationFailed(msg)) => Err(format!(
             "the published labels do NOT satisfy {}: {msg}",
