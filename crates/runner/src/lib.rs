@@ -17,6 +17,7 @@ mod generate;
 mod inspect;
 mod ops;
 mod release;
+mod report;
 mod spill;
 #[cfg(feature = "sql")]
 mod sql;
@@ -56,6 +57,10 @@ enum Command {
     Anonymize(anonymize::AnonymizeArgs),
     /// Re-check a published release against the job's privacy model.
     Verify(verify::VerifyArgs),
+    /// Write the HTML release report of a published release: the job, what
+    /// it achieves, the risk before and after, the information kept, and
+    /// its provenance.
+    Report(report::ReportArgs),
     /// Show a dataset's schema, row count and, given QIs, its current risk.
     Inspect(inspect::InspectArgs),
     /// Write an Adult-like Parquet file of any size (test data).
@@ -180,6 +185,7 @@ where
     let result = match cli.command {
         Command::Anonymize(args) => anonymize::run(&args, &ui),
         Command::Verify(args) => verify::run(&args, &ui),
+        Command::Report(args) => report::run(&args, &ui),
         Command::Inspect(args) => inspect::run(&args, &ui),
         Command::Generate(args) => generate::run(&args, ui.quiet),
         #[cfg(feature = "sql")]

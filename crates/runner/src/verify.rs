@@ -47,20 +47,11 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     // Direct identifiers must be gone: an identifying column (or, under
     // `[columns] unlisted = "identifying"`, any column the job does not
     // list) in the release is a violation, whatever the classes.
-    let leaked: Vec<&str> = dataset
-        .schema
-        .fields()
-        .iter()
-        .map(|f| f.name().as_str())
-        .filter(|n| {
-            kanon_engine::columns::role_of(&job.spec, n)
-                == Some(kanon_engine::spec::Role::Identifying)
-        })
-        .collect();
+    let leaked = identifying_columns(&job.spec, &dataset.schema);
     if !leaked.is_empty() {
         println!(
             "{location}: does NOT satisfy the job: it holds identifying column(s) {}, which a release must drop",
-            leaked.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            leaked.join(", ")
         );
         tracing::warn!(release = %location, "release holds identifying columns");
         return Ok(ExitCode::from(exit::VERIFY_FAILED));
@@ -132,4 +123,22 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         }
         Err(e) => Err(e).with_context(|| format!("cannot check release {location}")),
     }
+}
+
+/// The release's columns that are identifying for `spec` (by role, or as
+/// unlisted columns under `[columns] unlisted = "identifying"`), each as
+/// `` `name` ``: a release must have dropped them all.
+pub(crate) fn identifying_columns(
+    spec: &kanon_engine::spec::JobSpec,
+    schema: &arrow::datatypes::Schema,
+) -> Vec<String> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|n| {
+            kanon_engine::columns::role_of(spec, n) == Some(kanon_engine::spec::Role::Identifying)
+        })
+        .map(|n| format!("`{n}`"))
+        .collect()
 }

@@ -39,6 +39,7 @@ use crate::dataset::Dataset;
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
+use crate::report::{InputTally, ReleaseLabels, ReportFile, Sources};
 use crate::spill::Spill;
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
@@ -75,6 +76,11 @@ pub struct AnonymizeArgs {
     /// Also write every metric, the verification result and the timings as JSON.
     #[arg(long, value_name = "FILE")]
     metrics_json: Option<std::path::PathBuf>,
+    /// Also write the HTML release report (self-contained: the job, what
+    /// the release achieves, its risk before and after, the information
+    /// kept, its provenance); written before the commit, like the release.
+    #[arg(long, value_name = "FILE")]
+    report: Option<std::path::PathBuf>,
     /// Stop the job (exit 124, nothing written) after this many seconds,
     /// wherever it is, the algorithm included.
     #[arg(long, value_name = "SECONDS")]
@@ -120,6 +126,8 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         read_s,
     } = first;
     let working_set_bytes = qi.heap_bytes() as u64;
+    // The report's "before" figures: counts of the raw QI values, no value.
+    let before = args.report.as_ref().map(|_| InputTally::of(&qi));
     // Pass 2 needs the recoder only: free the encoded table and the
     // partition (a group per row, the cells of every group) before the
     // release verifier fills up.
@@ -127,8 +135,17 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     drop(std::mem::take(&mut result.partition));
     let mut options = plan.options.clone();
     options.metadata = report::provenance(spec, &result, rows_in, fingerprint.as_deref());
-    let (writer, release_check) = pass_two(
-        &plan, &dataset, rows_in, recoder, options, &privacy, &result, ui,
+    let metadata = options.metadata.clone();
+    let (writer, release_check, labels) = pass_two(
+        &plan,
+        &dataset,
+        rows_in,
+        recoder,
+        options,
+        &privacy,
+        &result,
+        args.report.is_some(),
+        ui,
     )?;
     let run = report::Run {
         plan: &plan,
@@ -152,21 +169,62 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         )?),
         None => None,
     };
-    barrier("before-commit")?;
-    check_interrupt()?;
+    let report_file = match (&args.report, labels) {
+        (Some(path), Some(labels)) => {
+            let after = labels.finish(&plan.job)?;
+            let sources = Sources {
+                job: &plan.job,
+                privacy: &privacy,
+                release: plan.output.to_string(),
+                input: Some(plan.input.to_string()),
+                before: before.as_ref(),
+                before_note: None,
+                after: &after,
+                verified: Ok(&release_check),
+                rows_in: Some(rows_in),
+                metrics: Some(&result.report),
+                metadata,
+                files: writer.files().iter().map(|f| f.to_string()).collect(),
+                further: Vec::new(),
+            };
+            match crate::report::write(path, &sources, "--report") {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    if let Some(m) = metrics {
+                        m.remove();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    let take_back = |metrics: Option<report::MetricsFile>, report_file: Option<ReportFile>| {
+        if let Some(m) = metrics {
+            m.remove();
+        }
+        if let Some(r) = report_file {
+            r.remove();
+        }
+    };
+    if let Err(e) = barrier("before-commit").and_then(|()| check_interrupt()) {
+        take_back(metrics, report_file);
+        return Err(e);
+    }
     let rows_out = writer.rows();
     let files = match writer.commit() {
         Ok(files) => files,
         Err(e) => {
-            if let Some(m) = metrics {
-                m.remove();
-            }
+            take_back(metrics, report_file);
             return Err(e);
         }
     };
     run.log_committed(files.len(), rows_out);
     if !ui.quiet {
         run.print_summary(files.len());
+        if let Some(path) = &args.report {
+            println!("  report        {}", path.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -375,8 +433,9 @@ fn pass_two<'p>(
     options: ReleaseOptions,
     privacy: &Privacy,
     result: &Anonymization,
+    report: bool,
     ui: &Ui,
-) -> Result<(ReleaseWriter<'p>, Verified)> {
+) -> Result<(ReleaseWriter<'p>, Verified, Option<ReleaseLabels>)> {
     let spec = &plan.job.spec;
     let mut releaser = Releaser::new(
         spec,
@@ -386,6 +445,11 @@ fn pass_two<'p>(
     )
     .context("cannot check the release")?;
     let out_schema = releaser.schema().clone();
+    // The report reads the release's labels as they are written.
+    let mut labels = match report {
+        true => Some(ReleaseLabels::try_new(&plan.job, &out_schema)?),
+        false => None,
+    };
     dataset.check_unchanged(&plan.storage)?;
     barrier("between-passes")?;
     let mut writer = ReleaseWriter::create(
@@ -433,6 +497,9 @@ fn pass_two<'p>(
         }
         let sorted = releaser.release(&kept, &kept_groups)?;
         kept.clear();
+        if let Some(labels) = labels.as_mut() {
+            labels.push(&sorted)?;
+        }
         // The writer sees the same batches whatever the buckets: its pages
         // and so the file's bytes do not depend on the buffer size.
         pending_rows += sorted.num_rows();
@@ -453,7 +520,7 @@ fn pass_two<'p>(
         .finish(privacy, result)
         .context("the recoded release failed verification; nothing was written")?;
     writer.close()?;
-    Ok((writer, release_check))
+    Ok((writer, release_check, labels))
 }
 
 fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {

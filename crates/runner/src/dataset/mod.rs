@@ -107,6 +107,14 @@ impl Dataset {
         self.files.len()
     }
 
+    /// Where each file is, in read order.
+    pub fn file_locations(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .map(|f| f.meta.location.to_string())
+            .collect()
+    }
+
     /// Finds the files of a dataset and reads their schemas.
     ///
     /// # Errors

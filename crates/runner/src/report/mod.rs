@@ -1,0 +1,303 @@
+//! The HTML release report a data owner signs off: `kanon report` on a
+//! published release, and `kanon anonymize --report` beside the release it
+//! writes.
+//!
+//! One self-contained HTML file (inline CSS and SVG, no script, no network):
+//! the job, what the release achieves per requirement, the risk before and
+//! after, the information kept, and the provenance. It shows published
+//! labels and counts only: the input is read for counts ([`InputTally`]),
+//! never for values.
+//!
+//! The module follows the data: `tally` counts encoded tables, `data` turns
+//! the counts into the serialisable [`ReportData`](data::ReportData),
+//! `svg` draws charts and `html` lays out the page.
+
+mod data;
+mod html;
+mod svg;
+mod tally;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use arrow::array::RecordBatch;
+use arrow::datatypes::Schema;
+use clap::Args;
+use kanon_engine::encode::{Encoder, QiTable};
+use kanon_engine::privacy::Privacy;
+use kanon_engine::spec::InputSpec;
+use kanon_engine::verify::ReleaseVerifier;
+use kanon_engine::Error;
+
+pub(crate) use data::Sources;
+pub(crate) use tally::InputTally;
+
+use crate::config::Job;
+use crate::dataset::Dataset;
+use crate::exit::{self, Failure};
+use crate::ops::{check_interrupt, Ui};
+use crate::storage::{Location, Storage};
+use crate::JobArgs;
+
+/// Arguments of `kanon report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    /// The release to report on (Parquet or CSV; a path, directory, glob or
+    /// s3:// URL), as for `kanon verify -i`.
+    release: String,
+    /// Write the HTML report here.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: PathBuf,
+    /// Read the job's input from this path or URL instead of `input.path`
+    /// (for the "before" figures).
+    #[arg(long, short = 'i')]
+    input: Option<String>,
+    /// Do not read the job's input (when it is no longer available): the
+    /// "before" figures are left out and the report says so.
+    #[arg(long, conflicts_with = "input")]
+    no_input: bool,
+}
+
+/// The release's QI and sensitive columns, encoded by their published
+/// labels as they stream past (pass 2 of `kanon anonymize`, or a scan of a
+/// published release).
+pub(crate) struct ReleaseLabels {
+    encoder: Encoder,
+}
+
+impl ReleaseLabels {
+    /// Reads the labels of a release with `schema` for the job `job`.
+    ///
+    /// # Errors
+    /// When a QI or sensitive column is missing from the release or has a
+    /// type kanon cannot read (by column name, never by value).
+    pub(crate) fn try_new(job: &Job, schema: &Schema) -> Result<ReleaseLabels> {
+        let encoder = Encoder::try_new(&job.spec.labels_only(), &Default::default(), schema)
+            .context("cannot read the release's labels for the report")?;
+        Ok(ReleaseLabels { encoder })
+    }
+
+    /// Adds released rows.
+    pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.encoder
+            .push(batch)
+            .context("cannot read the release's labels for the report")
+    }
+
+    /// The tally of the labels pushed.
+    pub(crate) fn finish(self, job: &Job) -> Result<tally::ReleaseTally> {
+        let table: QiTable = self
+            .encoder
+            .finish()
+            .context("cannot read the release's labels for the report")?;
+        let qis: Vec<_> = job.spec.quasi_identifiers().collect();
+        Ok(tally::ReleaseTally::of(&table, &qis, &job.hierarchies))
+    }
+}
+
+/// Builds the report of `sources` and writes it to `path` in full (a
+/// temporary file renamed into place), so a reader never sees half a
+/// report. `flag` names the option that asked for it, for errors.
+pub(crate) fn write(path: &Path, sources: &Sources, flag: &str) -> Result<ReportFile> {
+    let data = data::ReportData::build(sources);
+    let page = html::render(&data);
+    ReportFile::write(path, &page, flag)
+}
+
+/// A written report, removed again if the release it describes is not
+/// committed.
+pub(crate) struct ReportFile(PathBuf);
+
+impl ReportFile {
+    fn write(path: &Path, page: &str, flag: &str) -> Result<ReportFile> {
+        let parent = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let context = || format!("cannot write the report to {} ({flag})", path.display());
+        if !parent.is_dir() {
+            return Err(Failure::bad_input(format!(
+                "cannot write the report to {} ({flag}): directory {} does not exist",
+                path.display(),
+                parent.display()
+            ))
+            .into());
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!("{}report-", crate::release::tmp_prefix()))
+            .tempfile_in(parent)
+            .with_context(context)?;
+        std::io::Write::write_all(&mut tmp, page.as_bytes()).with_context(context)?;
+        tmp.persist(path)
+            .map_err(|e| e.error)
+            .with_context(context)?;
+        Ok(ReportFile(path.to_path_buf()))
+    }
+
+    /// Deletes the report (its release was not committed).
+    pub(crate) fn remove(self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The release's `kanon.*` metadata (the provenance written into each
+/// Parquet footer), sorted by key.
+fn provenance_of(schema: &Schema) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = schema
+        .metadata()
+        .iter()
+        .filter(|(k, _)| k.starts_with("kanon."))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Runs `kanon report`: reads and re-verifies the release, reads the input
+/// for the "before" figures (unless `--no-input`), writes the report. Exit
+/// 0 when the release verifies, 1 when it does not (the report is written
+/// either way and says so).
+pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
+    let job = Job::load(&args.job)?;
+    let spec = &job.spec;
+    let privacy = Privacy::from_spec(spec)?;
+    let storage = Storage::new(&spec.storage);
+    let location = Location::parse(&args.release)?;
+    let release = Dataset::open(&storage, &location, &InputSpec::default())
+        .with_context(|| format!("cannot open the release {location} (RELEASE argument)"))?;
+    let metadata = provenance_of(&release.schema);
+    let columns: Vec<String> = spec
+        .quasi_identifiers()
+        .chain(spec.sensitive())
+        .map(|a| a.name.clone())
+        .collect();
+    let mut verifier = ReleaseVerifier::try_new(spec, &release.schema)
+        .with_context(|| format!("cannot check release {location}"))?;
+    let mut labels = ReleaseLabels::try_new(&job, &release.schema)?;
+    let bar = ui.bar("report: release", release.rows);
+    for batch in release.scan(&storage, Some(release.projection(&columns)), false) {
+        check_interrupt()?;
+        let batch = batch?;
+        verifier
+            .push(&batch)
+            .with_context(|| format!("cannot check release {location}"))?;
+        labels.push(&batch)?;
+        bar.inc(batch.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    let leaked = crate::verify::identifying_columns(spec, &release.schema);
+    let verified = match verifier.finish(&privacy) {
+        Ok(_) if !leaked.is_empty() => Err(format!(
+            "the release holds identifying column(s) {}, which a release must drop",
+            leaked.join(", ")
+        )),
+        Ok(v) => Ok(v),
+        Err(Error::VerificationFailed(msg)) => Err(format!(
+            "the published labels do NOT satisfy {}: {msg}",
+            privacy.describe()
+        )),
+        Err(e) => return Err(e).with_context(|| format!("cannot check release {location}")),
+    };
+    let after = labels.finish(&job)?;
+    let recorded_rows_in = metadata
+        .iter()
+        .find(|(k, _)| k == "kanon.rows_in")
+        .and_then(|(_, v)| v.parse::<u64>().ok());
+    let (before, before_note, input) = if args.no_input {
+        (
+            None,
+            Some("the input was not read (--no-input): the figures before anonymisation are left out".to_string()),
+            None,
+        )
+    } else {
+        let hint = |input: &dyn std::fmt::Display| {
+            format!("cannot read the job's input {input} for the \"before\" figures; give it with --input, or leave them out with --no-input")
+        };
+        let given = args.input.as_deref();
+        let input = job
+            .input(given)
+            .with_context(|| hint(&given.unwrap_or("(input.path)")))?;
+        let (tally, fingerprint) =
+            read_input(&job, &storage, &input, ui).with_context(|| hint(&input))?;
+        let recorded = metadata
+            .iter()
+            .find(|(k, _)| k == "kanon.input.fingerprint")
+            .map(|(_, v)| v.as_str());
+        let note = match (recorded, fingerprint.as_deref()) {
+            (Some(r), Some(f)) if r != f => Some(format!(
+                "the input read now ({input}) is not the input of this release: its fingerprint {f} differs from the release's; the figures before anonymisation describe the input read now"
+            )),
+            (None, _) => Some("the release records no input fingerprint: the input read now is assumed to be the release's".into()),
+            _ => None,
+        };
+        (Some(tally), note, Some(input.to_string()))
+    };
+    let verified_ok = verified.is_ok();
+    let sources = Sources {
+        job: &job,
+        privacy: &privacy,
+        release: location.to_string(),
+        input,
+        before: before.as_ref(),
+        before_note,
+        after: &after,
+        verified: verified.as_ref().map_err(|m| m.clone()),
+        rows_in: recorded_rows_in,
+        metrics: None,
+        metadata,
+        files: release.file_locations(),
+        further: Vec::new(),
+    };
+    write(&args.output, &sources, "--output")?;
+    if !ui.quiet {
+        println!(
+            "kanon report: {location} -> {} (release {})",
+            args.output.display(),
+            if verified_ok {
+                "verified"
+            } else {
+                "NOT verified"
+            }
+        );
+    }
+    tracing::info!(release = %location, report = %args.output.display(), verified = verified_ok, "report written");
+    if let Err(msg) = &verified {
+        println!("{location}: {msg}");
+        return Ok(ExitCode::from(exit::VERIFY_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The job's input, encoded as pass 1 of `kanon anonymize` encodes it, and
+/// counted; with its fingerprint.
+fn read_input(
+    job: &Job,
+    storage: &Storage,
+    input: &Location,
+    ui: &Ui,
+) -> Result<(InputTally, Option<String>)> {
+    let spec = &job.spec;
+    let dataset = Dataset::open(storage, input, &spec.input)?;
+    let mut encoder = Encoder::try_new(spec, &job.hierarchies, &dataset.schema)?;
+    let columns: Vec<String> = spec
+        .quasi_identifiers()
+        .chain(spec.sensitive())
+        .map(|a| a.name.clone())
+        .collect();
+    let bar = ui.bar("report: input", dataset.rows);
+    let mut scan = dataset.scan(storage, Some(dataset.projection(&columns)), true);
+    for batch in scan.by_ref() {
+        check_interrupt()?;
+        let batch = batch?;
+        encoder.push(&batch)?;
+        bar.inc(batch.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    let fingerprint = dataset.fingerprint(scan.csv_hash());
+    drop(scan);
+    let table = encoder.finish()?;
+    Ok((InputTally::of(&table), fingerprint))
+}
