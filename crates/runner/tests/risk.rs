@@ -151,3 +151,74 @@ fn inspect_judges_every_requirement_of_the_job() {
         "--msu-size 0 skips the search"
     );
 }
+
+#[test]
+fn the_metrics_json_and_the_report_hold_the_risk_before_and_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = adult_job(dir.path(), |s| s + "\n[risk]\npopulation_size = 301620\n");
+    let metrics = dir.path().join("metrics.json");
+    let report = dir.path().join("report.html");
+    let out = run(kanon()
+        .args(["anonymize", "-q", "-c"])
+        .arg(&job)
+        .args(["-i", "data/adult/adult.parquet", "-o"])
+        .arg(dir.path().join("release.parquet"))
+        .arg("--metrics-json")
+        .arg(&metrics)
+        .arg("--report")
+        .arg(&report));
+    assert!(out.status.success(), "{}", show(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&metrics).unwrap()).unwrap();
+    let (before, after) = (&json["risk"]["before"], &json["risk"]["after"]);
+
+    // Before: the raw classes of Adult's eight QIs, counted here.
+    let adult = adult();
+    let qis = [
+        "age",
+        "sex",
+        "race",
+        "marital-status",
+        "education",
+        "native-country",
+        "workclass",
+        "occupation",
+    ];
+    let cols: Vec<_> = qis
+        .iter()
+        .map(|q| cast(adult.column_by_name(q).unwrap(), &DataType::Utf8).unwrap())
+        .collect();
+    let mut classes: HashMap<Vec<String>, usize> = HashMap::new();
+    for r in 0..adult.num_rows() {
+        let key = cols
+            .iter()
+            .map(|c| c.as_string::<i32>().value(r).to_string())
+            .collect();
+        *classes.entry(key).or_default() += 1;
+    }
+    let uniques = classes.values().filter(|&&n| n == 1).count();
+    assert_eq!(before["classes"], classes.len());
+    assert_eq!(before["sample_uniques"]["records"], uniques);
+    assert!(
+        before["population_uniqueness"]["dankar"]["share"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(before["msus"]["msus"].as_u64().unwrap() > 0);
+
+    // After: a k = 10 release has no record above risk 1/10 and no unique.
+    assert_eq!(after["records"], adult.num_rows());
+    assert!(after["prosecutor"]["highest"].as_f64().unwrap() <= 0.1);
+    assert_eq!(after["sample_uniques"]["records"], 0);
+    assert_eq!(after["population_uniqueness"]["dankar"]["share"], 0.0);
+
+    let page = std::fs::read_to_string(&report).unwrap();
+    for row in [
+        "population uniques, Dankar et al.",
+        "minimal sample uniques (input",
+        "riskiest QI combination (input)",
+    ] {
+        assert!(page.contains(row), "the report shows {row}");
+    }
+}

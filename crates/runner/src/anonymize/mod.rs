@@ -126,8 +126,14 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         read_s,
     } = first;
     let working_set_bytes = qi.heap_bytes() as u64;
-    // The report's "before" figures: counts of the raw QI values, no value.
+    // The report's "before" figures: counts of the raw QI values, no value;
+    // and the input's risk for the report and the metrics JSON.
     let before = args.report.as_ref().map(|_| InputTally::of(&qi));
+    let want_risk = args.report.is_some() || args.metrics_json.is_some();
+    let before_risk = match want_risk {
+        true => Some(crate::report::input_risk(&plan.job, &qi)?),
+        false => None,
+    };
     // Pass 2 needs the recoder only: free the encoded table and the
     // partition (a group per row, the cells of every group) before the
     // release verifier fills up.
@@ -137,16 +143,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     options.metadata = report::provenance(spec, &result, rows_in, fingerprint.as_deref());
     let metadata = options.metadata.clone();
     let (writer, release_check, labels) = pass_two(
-        &plan,
-        &dataset,
-        rows_in,
-        recoder,
-        options,
-        &privacy,
-        &result,
-        args.report.is_some(),
-        ui,
+        &plan, &dataset, rows_in, recoder, options, &privacy, &result, want_risk, ui,
     )?;
+    let after = labels.map(|l| l.finish(&plan.job)).transpose()?;
     let run = report::Run {
         plan: &plan,
         privacy: &privacy,
@@ -159,6 +158,10 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         write_s: t.elapsed().as_secs_f64(),
         total_s: start.elapsed().as_secs_f64(),
         memory: report::Memory::of_run(working_set_bytes, rows_in),
+        risk: match (&before_risk, &after) {
+            (Some(b), Some((_, a))) => Some((b, a)),
+            _ => None,
+        },
     };
     // Every artefact is written before the commit, so nothing can fail
     // after the release is published; a failed commit takes it back.
@@ -169,9 +172,8 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         )?),
         None => None,
     };
-    let report_file = match (&args.report, labels) {
-        (Some(path), Some(labels)) => {
-            let after = labels.finish(&plan.job)?;
+    let report_file = match (&args.report, &after) {
+        (Some(path), Some((after, after_risk))) => {
             let sources = Sources {
                 job: &plan.job,
                 privacy: &privacy,
@@ -179,13 +181,13 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
                 input: Some(plan.input.to_string()),
                 before: before.as_ref(),
                 before_note: None,
-                after: &after,
+                after,
                 verified: Ok(&release_check),
                 rows_in: Some(rows_in),
                 metrics: Some(&result.report),
                 metadata,
                 files: writer.files().iter().map(|f| f.to_string()).collect(),
-                further: Vec::new(),
+                further: crate::report::risk_measures(before_risk.as_ref(), after_risk),
             };
             match crate::report::write(path, &sources, "--report") {
                 Ok(f) => Some(f),

@@ -4,6 +4,7 @@
 //! value of a record.
 
 use anyhow::{Context, Result};
+use kanon_engine::metrics::risk::RiskProfile;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::JobSpec;
 use kanon_engine::verify::Verified;
@@ -27,6 +28,9 @@ pub(super) struct Run<'a> {
     pub(super) write_s: f64,
     pub(super) total_s: f64,
     pub(super) memory: Memory,
+    /// The risk profiles of the input and of the release, when measured
+    /// (`--metrics-json`, `--report`).
+    pub(super) risk: Option<(&'a RiskProfile, &'a RiskProfile)>,
 }
 
 impl Run<'_> {
@@ -46,6 +50,10 @@ impl Run<'_> {
             "release_verified": self.release_check,
             "details": result.details,
             "memory": self.memory,
+            "risk": self.risk.map(|(before, after)| serde_json::json!({
+                "before": before,
+                "after": after,
+            })),
             "timings_s": {
                 "pass1_read_encode": self.read_s,
                 "classes": result.timings.classes.as_secs_f64(),

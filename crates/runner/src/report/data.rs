@@ -6,6 +6,7 @@
 //! figure: raw input values never enter it ([`super::tally::InputTally`]
 //! holds counts only), so the HTML cannot show one.
 
+use kanon_engine::metrics::risk::{PopulationUniqueness, RiskProfile};
 use kanon_engine::metrics::Report;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::verify::Verified;
@@ -15,8 +16,8 @@ use super::tally::{ClassSizes, InputTally, ReleaseTally};
 use crate::config::Job;
 
 /// One row of a table of measures: a name, its value as shown, and what it
-/// means. The further risk measures and the utility metrics are such rows,
-/// so any serialisable struct of figures plugs in ([`measures_from`]).
+/// means. The further risk measures ([`risk_measures`]) and the utility
+/// metrics are such rows.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub(crate) struct Measure {
     pub(crate) name: String,
@@ -475,75 +476,123 @@ fn risk(sizes: &ClassSizes, k: usize) -> Risk {
     }
 }
 
-/// The further risk measures kanon computes itself; a caller adds more
-/// rows through [`Sources::further`] (the engine's risk profile, with
-/// [`measures_from`]).
+/// The further risk measure the tallies give: how coarse the release gets.
 fn further_risk(after: &Risk) -> Vec<Measure> {
-    vec![
-        Measure::new(
-            "marketer risk (release)",
-            percent(after.mean_risk),
-            "expected share of records an attacker re-identifies by linking every record of the release to an identified table with the same QIs: classes / records",
-        ),
-        Measure::new(
-            "largest class (release)",
-            after.largest_class.to_string(),
-            "records in the largest published class: how coarse the release gets at its coarsest",
-        ),
-    ]
+    vec![Measure::new(
+        "largest class (release)",
+        after.largest_class.to_string(),
+        "records in the largest published class: how coarse the release gets at its coarsest",
+    )]
 }
 
-/// Rows of measures from any serialisable struct of figures (numbers,
-/// strings, booleans; nested objects and arrays become dotted names): how
-/// an engine struct such as a risk profile becomes report rows.
-/// `explain` gives the explanation of a dotted name.
-// Not called yet: the engine's serialisable risk profile (journalist and
-// marketer risk, population uniqueness, riskiest QI combinations) plugs in
-// as `further: measures_from(&profile, explain)`.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn measures_from(
-    figures: &impl Serialize,
-    explain: impl Fn(&str) -> String,
-) -> Vec<Measure> {
-    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-        match v {
-            serde_json::Value::Object(m) => {
-                for (k, v) in m {
-                    let name = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&name, v, out);
-                }
-            }
-            serde_json::Value::Array(a) => {
-                for (i, v) in a.iter().enumerate() {
-                    walk(&format!("{prefix}[{i}]"), v, out);
-                }
-            }
-            serde_json::Value::Null => out.push((prefix.into(), "-".into())),
-            serde_json::Value::Number(n) => out.push((
-                prefix.into(),
-                n.as_f64()
-                    .filter(|f| f.fract() != 0.0)
-                    .map_or(n.to_string(), |f| format!("{f:.4}")),
-            )),
-            serde_json::Value::String(s) => out.push((prefix.into(), s.clone())),
-            serde_json::Value::Bool(b) => out.push((prefix.into(), b.to_string())),
+/// The engine's risk measures ([`RiskProfile`]) of the input (`before`,
+/// when read) and of the release, as rows `before -> after`: the attacker
+/// models of El Emam & Dankar, the population-uniqueness estimates (Pitman,
+/// Zayatz, SNB, Dankar et al.'s rule) and the QI combinations that single
+/// records out (SUDA's minimal sample uniques, attribute names only).
+pub(crate) fn risk_measures(before: Option<&RiskProfile>, after: &RiskProfile) -> Vec<Measure> {
+    let pair = |f: &dyn Fn(&RiskProfile) -> Option<String>| -> String {
+        let a = f(after).unwrap_or_else(|| "-".into());
+        match before {
+            Some(b) => format!("{} \u{2192} {a}", f(b).unwrap_or_else(|| "-".into())),
+            None => a,
+        }
+    };
+    let threshold = after.prosecutor.threshold;
+    let mut rows = vec![
+        Measure::new(
+            &format!("records above prosecutor risk {threshold}"),
+            pair(&|p| Some(percent(p.prosecutor.share_above_threshold))),
+            "share of records in classes so small that an attacker who knows a person is in the data re-identifies them with a probability above the threshold (risk.threshold)",
+        ),
+        Measure::new(
+            "marketer risk",
+            pair(&|p| Some(percent(p.marketer))),
+            "expected share of records re-identified by linking every record to an identified table with the same QIs (classes / records, or with a population table the sum of f/F over records)",
+        ),
+    ];
+    if before.is_some_and(|b| b.journalist.is_some()) || after.journalist.is_some() {
+        rows.push(Measure::new(
+            "journalist risk (highest, average)",
+            pair(&|p| {
+                p.journalist
+                    .as_ref()
+                    .map(|j| format!("{:.4}, {:.4}", j.highest, j.average))
+            }),
+            "risk of a record when the attacker only knows the person is in the population (risk.population): 1 / the size of its class in the population",
+        ));
+    }
+    let estimate = |p: &RiskProfile, pick: &dyn Fn(&PopulationUniqueness) -> Option<f64>| {
+        p.population_uniqueness.as_ref().and_then(pick).map(percent)
+    };
+    if before.is_some_and(|b| b.population_uniqueness.is_some())
+        || after.population_uniqueness.is_some()
+    {
+        let model = before
+            .and_then(|b| b.population_uniqueness.as_ref())
+            .or(after.population_uniqueness.as_ref())
+            .and_then(|u| u.dankar_model)
+            .map(|m| format!(" ({m:?})"))
+            .unwrap_or_default();
+        rows.push(Measure::new(
+            &format!("population uniques, Dankar et al.{model}"),
+            pair(&|p| estimate(p, &|u| u.dankar.share)),
+            "estimated share of records unique in the whole population (risk.population_size), by the model Dankar et al.'s rule picks for the sampling fraction, as ARX does",
+        ));
+        for (name, pick) in [
+            (
+                "Pitman",
+                (|u: &PopulationUniqueness| u.pitman.share)
+                    as fn(&PopulationUniqueness) -> Option<f64>,
+            ),
+            ("Zayatz", |u| u.zayatz.share),
+            ("SNB", |u| u.snb.share),
+        ] {
+            rows.push(Measure::new(
+                &format!("population uniques, {name}"),
+                pair(&|p| estimate(p, &pick)),
+                "the same estimate by one model (- when the model does not converge on these class sizes)",
+            ));
         }
     }
-    let mut rows = Vec::new();
-    if let Ok(v) = serde_json::to_value(figures) {
-        walk("", &v, &mut rows);
+    let msus = before.and_then(|b| b.msus.as_ref());
+    if let Some(m) = msus {
+        rows.push(Measure::new(
+            &format!("minimal sample uniques (input, QI sets of up to {})", m.max_size),
+            format!("{} in {} records", m.msus, m.records_with_msu),
+            "combinations of QIs whose values single a record out while no smaller combination does (SUDA): the attributes that drive the risk",
+        ));
+        let mut attributes: Vec<_> = m.attributes.iter().filter(|a| a.msus > 0).collect();
+        attributes.sort_by(|a, b| b.msus.cmp(&a.msus));
+        rows.push(Measure::new(
+            "attributes in most minimal sample uniques (input)",
+            attributes
+                .iter()
+                .take(4)
+                .map(|a| format!("{} ({})", a.attribute, a.msus))
+                .collect::<Vec<_>>()
+                .join(", "),
+            "the QIs that take part in the most minimal sample uniques: generalise these first",
+        ));
+        for c in m.top_combinations.iter().take(3) {
+            rows.push(Measure::new(
+                &format!(
+                    "riskiest QI combination (input): {}",
+                    c.attributes.join(", ")
+                ),
+                format!("{} records", c.records),
+                "records this combination makes unique in the input",
+            ));
+        }
     }
-    rows.into_iter()
-        .map(|(name, value)| Measure {
-            explanation: explain(&name),
-            name,
-            value,
-        })
-        .collect()
+    if let Some(m) = &after.msus {
+        rows.push(Measure::new(
+            "minimal sample uniques (release)",
+            format!("{} in {} records", m.msus, m.records_with_msu),
+            "the same search on the published labels",
+        ));
+    }
+    rows
 }
 
 /// A share as a percentage.
@@ -613,12 +662,23 @@ fn utility(s: &Sources) -> Vec<Measure> {
             Measure::new("modification rate", f(r.modification_rate), "share of QI cells changed"),
             Measure::new("O/I ratio", f(r.oi_ratio), "distinct published tuples over distinct input tuples"),
         ]);
+        // The built-in registered metrics repeat the rows above (whd is the
+        // distortion ratio, precision-loss 1 - precision) but for the
+        // normalised AECS; metrics a library user registered are listed.
         for m in &r.utility_metrics {
-            out.push(Measure::new(
-                &format!("{} (registered metric)", m.metric),
-                f(m.loss),
-                "loss under the utility registry's metric; lower keeps more",
-            ));
+            match m.metric.as_str() {
+                "ncp" | "granularity" | "precision-loss" | "whd" | "discernibility" => {}
+                "aecs" => out.push(Measure::new(
+                    "normalised AECS",
+                    f(m.loss),
+                    "records / (classes x k): 1 when every class has exactly k records",
+                )),
+                name => out.push(Measure::new(
+                    &format!("{name} (registered metric)"),
+                    f(m.loss),
+                    "loss under a metric registered with the utility registry; lower keeps more",
+                )),
+            }
         }
         return out;
     }
@@ -683,46 +743,6 @@ fn utility(s: &Sources) -> Vec<Measure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn any_serialisable_struct_becomes_measure_rows() {
-        #[derive(Serialize)]
-        struct Profile {
-            journalist_risk: f64,
-            uniques: u64,
-            riskiest: Vec<Combination>,
-        }
-        #[derive(Serialize)]
-        struct Combination {
-            qis: String,
-            uniques: u64,
-        }
-        let rows = measures_from(
-            &Profile {
-                journalist_risk: 0.125,
-                uniques: 3,
-                riskiest: vec![Combination {
-                    qis: "age,sex".into(),
-                    uniques: 2,
-                }],
-            },
-            |n| format!("about {n}"),
-        );
-        let names: Vec<(&str, &str)> = rows
-            .iter()
-            .map(|m| (m.name.as_str(), m.value.as_str()))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ("journalist_risk", "0.1250"),
-                ("riskiest[0].qis", "age,sex"),
-                ("riskiest[0].uniques", "2"),
-                ("uniques", "3")
-            ]
-        );
-        assert_eq!(rows[0].explanation, "about journalist_risk");
-    }
 
     #[test]
     fn records_fall_in_risk_bands_by_class_size() {

@@ -25,12 +25,13 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::Schema;
 use clap::Args;
 use kanon_engine::encode::{Encoder, QiTable};
+use kanon_engine::metrics::risk::{risk_profile, RiskProfile};
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
 use kanon_engine::verify::ReleaseVerifier;
 use kanon_engine::Error;
 
-pub(crate) use data::Sources;
+pub(crate) use data::{risk_measures, Sources};
 pub(crate) use tally::InputTally;
 
 use crate::config::Job;
@@ -87,14 +88,20 @@ impl ReleaseLabels {
             .context("cannot read the release's labels for the report")
     }
 
-    /// The tally of the labels pushed.
-    pub(crate) fn finish(self, job: &Job) -> Result<tally::ReleaseTally> {
+    /// The tally of the labels pushed, and their risk profile (the job's
+    /// `[risk]` settings).
+    pub(crate) fn finish(self, job: &Job) -> Result<(tally::ReleaseTally, RiskProfile)> {
         let table: QiTable = self
             .encoder
             .finish()
             .context("cannot read the release's labels for the report")?;
         let qis: Vec<_> = job.spec.quasi_identifiers().collect();
-        Ok(tally::ReleaseTally::of(&table, &qis, &job.hierarchies))
+        let risk = risk_profile(&table, None, &job.spec.risk.options(table.n_rows()))
+            .context("cannot measure the release's risk (the job's [risk] settings)")?;
+        Ok((
+            tally::ReleaseTally::of(&table, &qis, &job.hierarchies),
+            risk,
+        ))
     }
 }
 
@@ -201,15 +208,16 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         )),
         Err(e) => return Err(e).with_context(|| format!("cannot check release {location}")),
     };
-    let after = labels.finish(&job)?;
+    let (after, after_risk) = labels.finish(&job)?;
     let recorded_rows_in = metadata
         .iter()
         .find(|(k, _)| k == "kanon.rows_in")
         .and_then(|(_, v)| v.parse::<u64>().ok());
-    let (before, before_note, input) = if args.no_input {
+    let (before, before_note, input, before_risk) = if args.no_input {
         (
             None,
             Some("the input was not read (--no-input): the figures before anonymisation are left out".to_string()),
+            None,
             None,
         )
     } else {
@@ -220,7 +228,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         let input = job
             .input(given)
             .with_context(|| hint(&given.unwrap_or("(input.path)")))?;
-        let (tally, fingerprint) =
+        let (tally, risk, fingerprint) =
             read_input(&job, &storage, &input, ui).with_context(|| hint(&input))?;
         let recorded = metadata
             .iter()
@@ -233,7 +241,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
             (None, _) => Some("the release records no input fingerprint: the input read now is assumed to be the release's".into()),
             _ => None,
         };
-        (Some(tally), note, Some(input.to_string()))
+        (Some(tally), note, Some(input.to_string()), Some(risk))
     };
     let verified_ok = verified.is_ok();
     let sources = Sources {
@@ -249,7 +257,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         metrics: None,
         metadata,
         files: release.file_locations(),
-        further: Vec::new(),
+        further: data::risk_measures(before_risk.as_ref(), &after_risk),
     };
     write(&args.output, &sources, "--output")?;
     if !ui.quiet {
@@ -278,7 +286,7 @@ fn read_input(
     storage: &Storage,
     input: &Location,
     ui: &Ui,
-) -> Result<(InputTally, Option<String>)> {
+) -> Result<(InputTally, RiskProfile, Option<String>)> {
     let spec = &job.spec;
     let dataset = Dataset::open(storage, input, &spec.input)?;
     let mut encoder = Encoder::try_new(spec, &job.hierarchies, &dataset.schema)?;
@@ -299,5 +307,14 @@ fn read_input(
     let fingerprint = dataset.fingerprint(scan.csv_hash());
     drop(scan);
     let table = encoder.finish()?;
-    Ok((InputTally::of(&table), fingerprint))
+    let risk = input_risk(job, &table)?;
+    Ok((InputTally::of(&table), risk, fingerprint))
+}
+
+/// The risk profile of the encoded input (its raw QI values), with the
+/// job's `[risk]` settings.
+pub(crate) fn input_risk(job: &Job, table: &QiTable) -> Result<RiskProfile> {
+    let active = table.n_rows() - table.excluded().len();
+    risk_profile(table, None, &job.spec.risk.options(active))
+        .context("cannot measure the input's risk (the job's [risk] settings)")
 }
