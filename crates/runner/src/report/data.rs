@@ -563,7 +563,7 @@ pub(crate) fn risk_measures(before: Option<&RiskProfile>, after: &RiskProfile) -
             "combinations of QIs whose values single a record out while no smaller combination does (SUDA): the attributes that drive the risk",
         ));
         let mut attributes: Vec<_> = m.attributes.iter().filter(|a| a.msus > 0).collect();
-        attributes.sort_by(|a, b| b.msus.cmp(&a.msus));
+        attributes.sort_by_key(|a| std::cmp::Reverse(a.msus));
         rows.push(Measure::new(
             "attributes in most minimal sample uniques (input)",
             attributes
