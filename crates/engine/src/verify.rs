@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::generalise::Cell;
 use crate::hierarchy::Hierarchy;
 use crate::partition::{Partition, SUPPRESSED};
-use crate::privacy::{ClassView, Privacy, Requirement};
+use crate::privacy::{Privacy, Requirement};
 use crate::spec::{JobSpec, Kind};
 
 /// What verification found for one anonymity requirement `<shield, k>`.
@@ -190,25 +190,22 @@ fn check_requirements(
     }
 }
 
+/// Asks every model about the whole release ([`PrivacyModel::check_release`]):
+/// per-class models check each class, models with a table-level part (the
+/// mean risk of a risk threshold, the reference distribution of
+/// t-closeness) check it over all published classes.
+///
+/// [`PrivacyModel::check_release`]: crate::privacy::PrivacyModel::check_release
 fn check_classes<'a>(
     table: &QiTable,
     classes: impl Iterator<Item = &'a [u32]>,
     privacy: &Privacy,
 ) -> Result<()> {
-    let mut failing = vec![0usize; privacy.class_models().len()];
-    for rows in classes {
-        let view = ClassView { table, rows };
-        for (i, m) in privacy.class_models().iter().enumerate() {
-            if !m.accepts(view) {
-                failing[i] += 1;
-            }
-        }
-    }
-    let problems: Vec<String> = failing
+    let classes: Vec<&[u32]> = classes.collect();
+    let problems: Vec<String> = privacy
+        .class_models()
         .iter()
-        .zip(privacy.class_models())
-        .filter(|(n, _)| **n > 0)
-        .map(|(n, m)| format!("{n} published classes violate {}", m.describe()))
+        .filter_map(|m| m.check_release(table, &classes))
         .collect();
     if problems.is_empty() {
         Ok(())

@@ -82,6 +82,24 @@ pub trait PrivacyModel: Debug + Send + Sync {
     fn needs_rows(&self) -> bool {
         true
     }
+    /// Checks a whole release: `classes` are all its published classes, as
+    /// rows of `table` (the rows of the classes are exactly the published
+    /// rows). Returns what violates the model, described by counts only
+    /// (never a value), or `None` when the release satisfies it.
+    ///
+    /// Both verifiers ([`crate::verify`]) decide with this method, and
+    /// their decision is final: a release it rejects is never published.
+    /// The default rejects the release when [`PrivacyModel::accepts`]
+    /// rejects a class. Models with a part that is a property of the whole
+    /// release rather than of one class override it (a bound on the mean
+    /// risk of the release, a distribution over the published rows).
+    fn check_release(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+        let failing = classes
+            .iter()
+            .filter(|rows| !self.accepts(ClassView { table, rows }))
+            .count();
+        (failing > 0).then(|| format!("{failing} published classes violate {}", self.describe()))
+    }
     /// Checks, before any work, that the table (with `active_rows` rows the
     /// algorithms may publish, of which up to `max_suppressed` may be
     /// withheld) can satisfy the model at all.
