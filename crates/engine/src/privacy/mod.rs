@@ -10,7 +10,9 @@
 //! Machanavajjhala et al. ("l-Diversity: Privacy beyond k-anonymity", ICDE
 //! 2006; `docs/SPEC.md` section 1): [`DistinctLDiversity`],
 //! [`EntropyLDiversity`] and [`RecursiveCLDiversity`], each on one sensitive
-//! column.
+//! column; [`TCloseness`] of Li, Li and Venkatasubramanian ("t-Closeness:
+//! Privacy Beyond k-Anonymity and l-Diversity", ICDE 2007), on one
+//! sensitive column with three ground distances.
 //!
 //! One model per file: [`KAnonymity`] and the l-diversity models; an
 //! anonymity [`Requirement`] on a subset of the QIs is not a per-class
@@ -26,12 +28,14 @@ mod k_anonymity;
 mod l_diversity;
 pub mod registry;
 mod requirement;
+mod t_closeness;
 
 pub use job::Privacy;
 pub use k_anonymity::KAnonymity;
 pub(crate) use l_diversity::{entropy, frequencies};
 pub use l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
 pub use requirement::Requirement;
+pub use t_closeness::{GroundDistance, TCloseness};
 
 /// One class of a (working or released) table, as models see it.
 #[derive(Debug, Clone, Copy)]
@@ -91,8 +95,9 @@ pub trait PrivacyModel: Debug + Send + Sync {
     /// their decision is final: a release it rejects is never published.
     /// The default rejects the release when [`PrivacyModel::accepts`]
     /// rejects a class. Models with a part that is a property of the whole
-    /// release rather than of one class override it (a bound on the mean
-    /// risk of the release, a distribution over the published rows).
+    /// release rather than of one class override it: a bound on the mean
+    /// risk of the release, and [`TCloseness`], whose reference distribution
+    /// is that of the published rows (what a reader of the release sees).
     fn check_release(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
         let failing = classes
             .iter()
