@@ -12,7 +12,8 @@
 //! [`EntropyLDiversity`] and [`RecursiveCLDiversity`], each on one sensitive
 //! column; [`TCloseness`] of Li, Li and Venkatasubramanian ("t-Closeness:
 //! Privacy Beyond k-Anonymity and l-Diversity", ICDE 2007), on one
-//! sensitive column with three ground distances.
+//! sensitive column with three ground distances; and [`RiskThreshold`], a
+//! bound on the largest and the mean prosecutor risk of a release.
 //!
 //! One model per file: [`KAnonymity`] and the l-diversity models; an
 //! anonymity [`Requirement`] on a subset of the QIs is not a per-class
@@ -28,6 +29,7 @@ mod k_anonymity;
 mod l_diversity;
 pub mod registry;
 mod requirement;
+mod risk_threshold;
 mod t_closeness;
 
 pub use job::Privacy;
@@ -35,6 +37,7 @@ pub use k_anonymity::KAnonymity;
 pub(crate) use l_diversity::{entropy, frequencies};
 pub use l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
 pub use requirement::Requirement;
+pub use risk_threshold::RiskThreshold;
 pub use t_closeness::{GroundDistance, TCloseness};
 
 /// One class of a (working or released) table, as models see it.
@@ -95,8 +98,8 @@ pub trait PrivacyModel: Debug + Send + Sync {
     /// their decision is final: a release it rejects is never published.
     /// The default rejects the release when [`PrivacyModel::accepts`]
     /// rejects a class. Models with a part that is a property of the whole
-    /// release rather than of one class override it: a bound on the mean
-    /// risk of the release, and [`TCloseness`], whose reference distribution
+    /// release rather than of one class override it: the mean risk of
+    /// [`RiskThreshold`], and [`TCloseness`], whose reference distribution
     /// is that of the published rows (what a reader of the release sees).
     fn check_release(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
         let failing = classes

@@ -17,11 +17,16 @@
 //! column = "salary-class"   # default: every sensitive attribute
 //! t = 0.2
 //! distance = "equal"         # or "hierarchical", "ordered"
+//!
+//! [privacy.models.risk-threshold]
+//! k = 10        # no record's prosecutor risk above 1/10
+//! mean = 0.05   # mean prosecutor risk below 5 %
 //! ```
 
 use serde::Deserialize;
 
 use super::l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
+use super::risk_threshold::RiskThreshold;
 use super::t_closeness::{GroundDistance, TCloseness};
 use super::PrivacyModel;
 use crate::error::{Error, Result};
@@ -169,6 +174,39 @@ fn t_closeness(spec: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn
         .collect()
 }
 
+/// Parameters of `[privacy.models.risk-threshold]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RiskParams {
+    k: usize,
+    mean: f64,
+}
+
+fn risk_threshold(_: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "privacy.models.risk-threshold";
+    let p: RiskParams =
+        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    if p.k < 2 {
+        return Err(Error::spec(
+            format!("{NAME}.k"),
+            format!(
+                "k = {} allows a prosecutor risk of 1 (a record alone in its class); give k >= 2",
+                p.k
+            ),
+        ));
+    }
+    if !(p.mean > 0.0 && p.mean <= 1.0) {
+        return Err(Error::spec(
+            format!("{NAME}.mean"),
+            format!("mean = {} is not in (0, 1]: it bounds the mean prosecutor risk (classes / rows), e.g. mean = 0.05", p.mean),
+        ));
+    }
+    Ok(vec![Box::new(RiskThreshold {
+        k: p.k,
+        mean: p.mean,
+    })])
+}
+
 const BUILT_IN: &[ModelRegistration] = &[
     ModelRegistration {
         name: "distinct-l-diversity",
@@ -215,6 +253,11 @@ const BUILT_IN: &[ModelRegistration] = &[
         name: "t-closeness",
         summary: "each class's sensitive distribution is within Earth Mover's Distance t of the whole table's (Li et al., ICDE 2007)",
         build: t_closeness,
+    },
+    ModelRegistration {
+        name: "risk-threshold",
+        summary: "no record's prosecutor risk above 1/k and the mean risk (classes / rows) below `mean`",
+        build: risk_threshold,
     },
 ];
 
