@@ -359,18 +359,30 @@ impl PrivacyModel for TCloseness {
                 }
             }
         });
-        let mut failing = 0usize;
+        let (mut failing, mut without_values) = (0usize, 0usize);
         let mut farthest = 0.0f64;
         for rows in classes {
-            let d = self.distance_of(table, rows, &reference);
-            if !self.close_enough(d) {
-                failing += 1;
+            match self.distance_of(table, rows, &reference) {
+                Some(d) => {
+                    if !self.close_enough(Some(d)) {
+                        failing += 1;
+                    }
+                    farthest = farthest.max(d);
+                }
+                None => {
+                    failing += 1;
+                    without_values += 1;
+                }
             }
-            farthest = farthest.max(d.unwrap_or(f64::INFINITY));
         }
         (failing > 0).then(|| {
+            let empty = if without_values > 0 {
+                format!(", {without_values} of them without any sensitive value to measure")
+            } else {
+                String::new()
+            };
             format!(
-                "{failing} published classes violate {} (largest distance {farthest:.4} from the distribution of the published rows; a class without any sensitive value counts as infinitely far)",
+                "{failing} published classes violate {} (largest distance {farthest:.4} from the distribution of the published rows{empty})",
                 self.describe()
             )
         })
@@ -592,6 +604,13 @@ mod tests {
         };
         assert!(m.helps(class, 2));
         assert!(!m.helps(class, 3));
+        // The verifiers refuse such a class, and say so by count.
+        let msg = m.check_release(&t, &[&[0, 1, 2], &[3]]).unwrap();
+        assert!(
+            msg.starts_with("1 published classes violate")
+                && msg.contains("1 of them without any sensitive value"),
+            "{msg}"
+        );
         // A column without any value cannot be t-close.
         let t = table_with(&["", ""], false, None);
         let err = m.check_feasible(&t, 2, 0).unwrap_err().to_string();
