@@ -50,8 +50,8 @@ use super::{ClassView, PrivacyModel};
 const T_EPS: f64 = 1e-9;
 
 /// The ground distance between two sensitive values, which the Earth
-/// Mover's Distance moves probability mass along (Li et al. 2007, section
-/// 4.2).
+/// Mover's Distance moves probability mass along (Li et al. 2007, the
+/// section on computing the EMD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroundDistance {
@@ -80,13 +80,13 @@ impl GroundDistance {
     }
 }
 
-/// t-closeness (Li, Li and Venkatasubramanian, ICDE 2007, Definition 2): the
-/// distribution of `column` in every class is within Earth Mover's
-/// Distance `t` of the reference distribution (see the module
+/// t-closeness (Li, Li and Venkatasubramanian, ICDE 2007, the t-closeness
+/// principle): the distribution of `column` in every class is within Earth
+/// Mover's Distance `t` of the reference distribution (see the module
 /// documentation for which one).
 ///
-/// Monotone under generalisation (ibid., section 4.3, the generalisation
-/// property): the distribution of a union of classes is a mixture of
+/// Monotone under generalisation (ibid., the generalisation property of
+/// the EMD): the distribution of a union of classes is a mixture of
 /// theirs, and the EMD to a fixed reference is convex in the class's
 /// distribution (it is the minimum of a linear transport problem), so the
 /// union is at most as far as its farthest part. Not monotone with
@@ -130,7 +130,7 @@ fn counts_by_code(column: &SensitiveColumn, rows: &[u32]) -> (Vec<u32>, u64) {
 }
 
 /// `EMD` under the equal ground distance of two distributions over the
-/// same values: `1/2 sum_i |p_i - q_i|` (Li et al. 2007, section 4.2,
+/// same values: `1/2 sum_i |p_i - q_i|` (Li et al. 2007, computing the EMD,
 /// "equal distance").
 pub(crate) fn emd_equal(p: &[f64], q: &[f64]) -> f64 {
     0.5 * p.iter().zip(q).map(|(a, b)| (a - b).abs()).sum::<f64>()
@@ -138,8 +138,8 @@ pub(crate) fn emd_equal(p: &[f64], q: &[f64]) -> f64 {
 
 /// `EMD` under the ordered ground distance of two distributions over the
 /// same `m` values in ascending order:
-/// `1/(m-1) sum_{i=1..m} |sum_{j<=i} (p_j - q_j)|` (Li et al. 2007, section
-/// 4.2, "ordered distance"); 0 when `m <= 1`.
+/// `1/(m-1) sum_{i=1..m} |sum_{j<=i} (p_j - q_j)|` (Li et al. 2007, computing
+/// the EMD, "ordered distance"); 0 when `m <= 1`.
 pub(crate) fn emd_ordered(p: &[f64], q: &[f64]) -> f64 {
     let m = p.len().min(q.len());
     if m <= 1 {
@@ -155,7 +155,7 @@ pub(crate) fn emd_ordered(p: &[f64], q: &[f64]) -> f64 {
 }
 
 /// `EMD` under the hierarchical ground distance of two distributions over
-/// the leaves of `h` (Li et al. 2007, section 4.2, "hierarchical
+/// the leaves of `h` (Li et al. 2007, computing the EMD, "hierarchical
 /// distance"): with `extra(leaf) = p - q` and `extra(N)` the sum over the
 /// children of `N`, every inner node `N` moves `min(pos_extra(N),
 /// neg_extra(N))` (the positive and the negative extras of its children)
