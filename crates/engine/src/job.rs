@@ -171,6 +171,23 @@ mod tests {
     }
 
     #[test]
+    fn a_sensitive_attributes_hierarchy_is_read_like_a_quasi_identifiers() {
+        // The ground distance of hierarchical t-closeness.
+        let job = Job::new(
+            spec("[[attributes]]\nname = \"d\"\nrole = \"sensitive\"\nhierarchy = \"d.csv\"\n"),
+            |f| {
+                Ok::<_, String>(HierarchyText {
+                    source: f.path.to_string(),
+                    text: "flu;resp;*\ncold;resp;*\n".into(),
+                })
+            },
+        )
+        .unwrap();
+        let d = &job.hierarchies()["d.csv"];
+        assert_eq!((d.leaf_count(), d.height()), (2, 2));
+    }
+
+    #[test]
     fn the_spec_is_checked_before_any_file_is_read() {
         let mut bad = spec("");
         bad.privacy.k = 1;

@@ -99,7 +99,8 @@ impl Releaser {
     /// [`Error::Data`] when the release lacks a QI or sensitive column.
     pub fn new(spec: &JobSpec, recoder: Recoder, input: &Schema, bucket_rows: u64) -> Result<Self> {
         let schema = recoder.output_schema(input);
-        let verifier = ReleaseVerifier::try_new(spec, &schema)?;
+        let verifier =
+            ReleaseVerifier::try_with_hierarchies(spec, recoder.sensitive_hierarchies(), &schema)?;
         let order = recoder.release_order(spec.algorithm.seed);
         let buckets = order.buckets(bucket_rows.max(1));
         Ok(Releaser {

@@ -9,7 +9,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, Schema};
 use rustc_hash::FxHashMap;
 
-use crate::codes::Codes;
+use crate::codes::{with_codes, Codes};
 use crate::encode::Encoder;
 use crate::error::Result;
 use crate::hierarchy::Hierarchy;
@@ -122,9 +122,156 @@ pub struct SensitiveColumn {
     /// `""`) that does not count toward l; empty under
     /// `missing_sensitive = "value"`.
     pub(crate) missing: Arc<[bool]>,
+    /// Rows per code over the active rows of the table the column was
+    /// encoded from (missing codes included; readers skip them): the
+    /// reference distribution of t-closeness. [`QiTable::restrict`] keeps it,
+    /// so a block of a block-wise run compares with the whole table.
+    pub(crate) reference: Arc<[u32]>,
+    /// The non-missing codes in ascending numeric order, when the column's
+    /// values are numbers (a numeric column, or a released column whose
+    /// labels all read as numbers): the order of ordered-distance
+    /// t-closeness.
+    pub(crate) numeric_order: Option<Arc<[u32]>>,
+    /// The attribute's hierarchy (`hierarchy = "file.csv"` on a sensitive
+    /// attribute) and the leaf of every code, for hierarchical-distance
+    /// t-closeness.
+    pub(crate) hierarchy: Option<SensitiveHierarchy>,
+}
+
+/// The hierarchy of a sensitive attribute and the leaf of each of its codes.
+#[derive(Debug, Clone)]
+pub struct SensitiveHierarchy {
+    pub(crate) hierarchy: Arc<Hierarchy>,
+    /// `leaf_of_code[code]`: the hierarchy leaf of the code's value;
+    /// [`SensitiveHierarchy::NO_LEAF`] for missing values.
+    pub(crate) leaf_of_code: Arc<[u32]>,
+}
+
+impl SensitiveHierarchy {
+    /// The leaf of a code that has none (a missing value).
+    pub const NO_LEAF: u32 = u32::MAX;
+
+    /// The hierarchy.
+    pub fn hierarchy(&self) -> &Arc<Hierarchy> {
+        &self.hierarchy
+    }
+
+    /// The hierarchy leaf of a code ([`SensitiveHierarchy::NO_LEAF`] for a
+    /// missing value).
+    pub fn leaf(&self, code: u32) -> u32 {
+        self.leaf_of_code
+            .get(code as usize)
+            .copied()
+            .unwrap_or(Self::NO_LEAF)
+    }
 }
 
 impl SensitiveColumn {
+    /// Builds a column from its parts, computing its reference counts over
+    /// the rows not in `excluded` (ascending) and, when `numbers` holds the
+    /// value of every code, its numeric order.
+    pub(crate) fn new(
+        name: String,
+        codes: Codes,
+        labels: Arc<[String]>,
+        missing: Arc<[bool]>,
+        numbers: Option<&[f64]>,
+        excluded: &[u32],
+    ) -> Self {
+        let mut reference = vec![0u32; labels.len()];
+        with_codes!(&codes, |c| {
+            for &code in c {
+                reference[u32::from(code) as usize] += 1;
+            }
+        });
+        for &r in excluded {
+            reference[codes.get(r as usize) as usize] -= 1;
+        }
+        let mut column = SensitiveColumn {
+            name,
+            codes,
+            labels,
+            missing,
+            reference: reference.into(),
+            numeric_order: None,
+            hierarchy: None,
+        };
+        if let Some(values) = numbers {
+            column.numeric_order = column.order_by(|c| Some(values[c as usize]));
+        }
+        column
+    }
+
+    /// The non-missing codes ascending by `value`, or `None` when a
+    /// non-missing code has no finite value.
+    fn order_by(&self, value: impl Fn(u32) -> Option<f64>) -> Option<Arc<[u32]>> {
+        let mut keyed = Vec::with_capacity(self.labels.len());
+        for c in 0..self.labels.len() as u32 {
+            if self.is_missing(c) {
+                continue;
+            }
+            match value(c) {
+                Some(v) if v.is_finite() => keyed.push((v, c)),
+                _ => return None,
+            }
+        }
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        Some(keyed.into_iter().map(|(_, c)| c).collect())
+    }
+
+    /// Reads the column's labels as numbers (a released column, read as
+    /// labels): sets the numeric order when every non-missing label is a
+    /// number. Returns whether it did.
+    pub(crate) fn order_labels_as_numbers(&mut self) -> bool {
+        self.numeric_order = self.order_by(|c| self.labels[c as usize].trim().parse::<f64>().ok());
+        self.numeric_order.is_some()
+    }
+
+    /// Attaches the attribute's hierarchy: every non-missing value must be a
+    /// leaf of it.
+    ///
+    /// # Errors
+    /// [`Error::Data`](crate::error::Error::Data) naming the column, the
+    /// hierarchy file and the number of rows whose value is not a leaf
+    /// (never the values).
+    pub(crate) fn attach_hierarchy(&mut self, hierarchy: Arc<Hierarchy>) -> Result<()> {
+        let mut rows_per_code = vec![0usize; self.labels.len()];
+        with_codes!(&self.codes, |c| {
+            for &code in c {
+                rows_per_code[u32::from(code) as usize] += 1;
+            }
+        });
+        let mut unknown = 0usize;
+        let leaf_of_code: Arc<[u32]> = (0..self.labels.len() as u32)
+            .map(|c| {
+                if self.is_missing(c) {
+                    return SensitiveHierarchy::NO_LEAF;
+                }
+                match hierarchy.leaf(&self.labels[c as usize]) {
+                    Some(leaf) => leaf.0,
+                    None => {
+                        unknown += rows_per_code[c as usize];
+                        SensitiveHierarchy::NO_LEAF
+                    }
+                }
+            })
+            .collect();
+        if unknown > 0 {
+            return Err(crate::error::Error::data(
+                &self.name,
+                format!(
+                    "{unknown} rows hold sensitive values that are not leaves of the hierarchy {}; add those values to the hierarchy file",
+                    hierarchy.source()
+                ),
+            ));
+        }
+        self.hierarchy = Some(SensitiveHierarchy {
+            hierarchy,
+            leaf_of_code,
+        });
+        Ok(())
+    }
+
     /// Column name.
     pub fn name(&self) -> &str {
         &self.name
@@ -145,6 +292,21 @@ impl SensitiveColumn {
     /// Whether any code is a missing value.
     pub fn has_missing(&self) -> bool {
         self.missing.iter().any(|&m| m)
+    }
+    /// Rows per code over the active rows of the table the column was
+    /// encoded from (for a block of a block-wise run: of the whole table),
+    /// missing codes included: the reference distribution of t-closeness.
+    pub fn reference_counts(&self) -> &[u32] {
+        &self.reference
+    }
+    /// The non-missing codes in ascending numeric order, when the column's
+    /// values are numbers.
+    pub fn numeric_order(&self) -> Option<&[u32]> {
+        self.numeric_order.as_deref()
+    }
+    /// The attribute's hierarchy, when the job gives one.
+    pub fn hierarchy(&self) -> Option<&SensitiveHierarchy> {
+        self.hierarchy.as_ref()
     }
 }
 
@@ -280,6 +442,11 @@ impl QiTable {
                 codes: s.codes.gather(rows),
                 labels: s.labels.clone(),
                 missing: s.missing.clone(),
+                // The whole table's distribution, not the block's: every
+                // block compares its classes with the same reference.
+                reference: s.reference.clone(),
+                numeric_order: s.numeric_order.clone(),
+                hierarchy: s.hierarchy.clone(),
             })
             .collect();
         let excluded = if self.excluded.is_empty() {

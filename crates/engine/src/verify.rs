@@ -10,7 +10,10 @@
 //! [`verify_release`] checks released record batches by their labels alone,
 //! as `kanon verify` does for a published file.
 
+use std::sync::Arc;
+
 use arrow::array::RecordBatch;
+use arrow::datatypes::DataType;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -18,9 +21,10 @@ use crate::codes::with_codes;
 use crate::encode::{Encoder, EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
 use crate::generalise::Cell;
+use crate::hierarchy::Hierarchy;
 use crate::partition::{Partition, SUPPRESSED};
-use crate::privacy::{ClassView, Privacy, Requirement};
-use crate::spec::JobSpec;
+use crate::privacy::{Privacy, Requirement};
+use crate::spec::{JobSpec, Kind};
 
 /// What verification found for one anonymity requirement `<shield, k>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -186,25 +190,22 @@ fn check_requirements(
     }
 }
 
+/// Asks every model about the whole release ([`PrivacyModel::check_release`]):
+/// per-class models check each class, models with a table-level part (the
+/// mean risk of a risk threshold, the reference distribution of
+/// t-closeness) check it over all published classes.
+///
+/// [`PrivacyModel::check_release`]: crate::privacy::PrivacyModel::check_release
 fn check_classes<'a>(
     table: &QiTable,
     classes: impl Iterator<Item = &'a [u32]>,
     privacy: &Privacy,
 ) -> Result<()> {
-    let mut failing = vec![0usize; privacy.class_models().len()];
-    for rows in classes {
-        let view = ClassView { table, rows };
-        for (i, m) in privacy.class_models().iter().enumerate() {
-            if !m.accepts(view) {
-                failing[i] += 1;
-            }
-        }
-    }
-    let problems: Vec<String> = failing
+    let classes: Vec<&[u32]> = classes.collect();
+    let problems: Vec<String> = privacy
+        .class_models()
         .iter()
-        .zip(privacy.class_models())
-        .filter(|(n, _)| **n > 0)
-        .map(|(n, m)| format!("{n} published classes violate {}", m.describe()))
+        .filter_map(|m| m.check_release(table, &classes))
         .collect();
     if problems.is_empty() {
         Ok(())
@@ -253,18 +254,55 @@ pub fn verify_release(
 #[derive(Debug)]
 pub struct ReleaseVerifier {
     encoder: Encoder,
+    /// What the release's labels cannot say: whether each sensitive
+    /// column's values are numbers (as in the input: its `type`, or its
+    /// data type), which orders them for ordered-distance t-closeness.
+    numeric: Vec<bool>,
 }
 
 impl ReleaseVerifier {
     /// Prepares the check of a release of `schema` (or of projections of it
     /// that keep the QI and sensitive columns).
     ///
+    /// Without the hierarchies of the sensitive attributes, a
+    /// hierarchical-distance t-closeness model rejects the release (fail
+    /// closed); use [`ReleaseVerifier::try_with_hierarchies`] for such jobs.
+    ///
     /// # Errors
     /// [`Error::Data`] when a QI or sensitive column is missing.
     pub fn try_new(spec: &JobSpec, schema: &arrow::datatypes::Schema) -> Result<Self> {
-        Ok(ReleaseVerifier {
-            encoder: Encoder::try_new(&spec.labels_only(), &FxHashMap::default(), schema)?,
-        })
+        Self::try_with_hierarchies(spec, &FxHashMap::default(), schema)
+    }
+
+    /// [`ReleaseVerifier::try_new`] with the parsed hierarchies of the job
+    /// by path ([`crate::job::Job::hierarchies`]): those of the sensitive
+    /// attributes give hierarchical-distance t-closeness its ground
+    /// distance (the quasi-identifiers are read as labels whatever is
+    /// given).
+    ///
+    /// # Errors
+    /// As [`ReleaseVerifier::try_new`].
+    pub fn try_with_hierarchies(
+        spec: &JobSpec,
+        hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
+        schema: &arrow::datatypes::Schema,
+    ) -> Result<Self> {
+        // The labels-only job names no QI hierarchy: only the sensitive
+        // attributes' are looked up (and attached when given).
+        let encoder = Encoder::try_new(&spec.labels_only(), hierarchies, schema)?;
+        let numeric = spec
+            .sensitive()
+            .map(|a| match a.kind {
+                Some(kind) => kind == Kind::Numeric,
+                None => schema
+                    .field_with_name(&a.name)
+                    .is_ok_and(|f| match f.data_type() {
+                        DataType::Dictionary(_, v) => v.is_numeric(),
+                        other => other.is_numeric(),
+                    }),
+            })
+            .collect();
+        Ok(ReleaseVerifier { encoder, numeric })
     }
 
     /// Adds one released batch.
@@ -280,7 +318,12 @@ impl ReleaseVerifier {
     /// # Errors
     /// [`Error::VerificationFailed`] when a class violates a model.
     pub fn finish(self, privacy: &Privacy) -> Result<Verified> {
-        let table: QiTable = self.encoder.finish()?;
+        let mut table: QiTable = self.encoder.finish()?;
+        for (column, &numeric) in table.sensitive.iter_mut().zip(&self.numeric) {
+            if numeric {
+                column.order_labels_as_numbers();
+            }
+        }
         let classes = EquivalenceClasses::of(&table);
         check_classes(&table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
         let requirements = check_requirements(privacy, table.n_qi(), |columns| {
@@ -309,10 +352,8 @@ impl ReleaseVerifier {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use arrow::array::{ArrayRef, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::datatypes::{Field, Schema};
 
     use super::*;
 

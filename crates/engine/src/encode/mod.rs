@@ -36,7 +36,7 @@ use column::{nan_rows, ColumnEncoder, Dictionary};
 
 pub use crate::classes::{EquivalenceClasses, NO_CLASS};
 use crate::spec::{AttributeSpec, GeneralisationSpec, JobSpec, Kind, NullPolicy, Role};
-pub use crate::table::{QiColumn, QiTable, SensitiveColumn};
+pub use crate::table::{QiColumn, QiTable, SensitiveColumn, SensitiveHierarchy};
 
 /// Streams record batches into a [`QiTable`].
 ///
@@ -63,6 +63,9 @@ pub use crate::table::{QiColumn, QiTable, SensitiveColumn};
 pub struct Encoder {
     columns: Vec<ColumnEncoder>,
     sensitive: Vec<ColumnEncoder>,
+    /// The hierarchy of each sensitive attribute that names one
+    /// (hierarchical-distance t-closeness), in the order of `sensitive`.
+    sensitive_hierarchies: Vec<Option<Arc<Hierarchy>>>,
     n_rows: usize,
     excluded: Vec<u32>,
     missing_is_value: bool,
@@ -76,7 +79,8 @@ impl Encoder {
     /// Prepares encoding for batches of `schema`.
     ///
     /// `hierarchies` maps each hierarchy file path of the spec to its parsed
-    /// hierarchy.
+    /// hierarchy (a sensitive attribute's is optional: see
+    /// [`SensitiveColumn::hierarchy`]).
     ///
     /// # Errors
     /// [`Error::Data`] when a QI or sensitive column is missing from the
@@ -171,9 +175,24 @@ impl Encoder {
             .map(make)
             .collect::<Result<Vec<_>>>()?;
         let sensitive = spec.sensitive().map(make).collect::<Result<Vec<_>>>()?;
+        // A sensitive attribute is never generalised: its hierarchy only
+        // gives t-closeness its ground distance (attached when encoding
+        // finishes). One that was not given is left out: hierarchical
+        // t-closeness then refuses the table (fail closed), and nothing else
+        // reads it (a reader of a release, e.g. the risk of a release, needs
+        // no hierarchy).
+        let sensitive_hierarchies = spec
+            .sensitive()
+            .map(|a| {
+                a.hierarchy
+                    .as_ref()
+                    .and_then(|path| hierarchies.get(path).cloned())
+            })
+            .collect();
         Ok(Encoder {
             columns,
             sensitive,
+            sensitive_hierarchies,
             n_rows: 0,
             excluded: Vec::new(),
             missing_is_value: spec.privacy.missing_sensitive
@@ -262,10 +281,12 @@ impl Encoder {
             .into_iter()
             .map(|c| c.finish(true))
             .collect::<Result<Vec<_>>>()?;
+        let excluded = &self.excluded;
         let sensitive = self
             .sensitive
             .into_iter()
-            .map(|c| {
+            .zip(self.sensitive_hierarchies)
+            .map(|(c, hierarchy)| {
                 let q = c.finish(false)?;
                 let missing: Arc<[bool]> = if self.missing_is_value {
                     Arc::from(Vec::new())
@@ -279,12 +300,18 @@ impl Encoder {
                         })
                         .collect()
                 };
-                Ok(SensitiveColumn {
-                    name: q.name,
-                    codes: q.codes,
-                    labels: q.labels,
+                let mut column = SensitiveColumn::new(
+                    q.name,
+                    q.codes,
+                    q.labels,
                     missing,
-                })
+                    q.values.as_deref(),
+                    excluded,
+                );
+                if let Some(h) = hierarchy {
+                    column.attach_hierarchy(h)?;
+                }
+                Ok(column)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(QiTable {

@@ -10,7 +10,10 @@
 //! Machanavajjhala et al. ("l-Diversity: Privacy beyond k-anonymity", ICDE
 //! 2006; `docs/SPEC.md` section 1): [`DistinctLDiversity`],
 //! [`EntropyLDiversity`] and [`RecursiveCLDiversity`], each on one sensitive
-//! column.
+//! column; [`TCloseness`] of Li, Li and Venkatasubramanian ("t-Closeness:
+//! Privacy Beyond k-Anonymity and l-Diversity", ICDE 2007), on one
+//! sensitive column with three ground distances; and [`RiskThreshold`], a
+//! bound on the largest and the mean prosecutor risk of a release.
 //!
 //! One model per file: [`KAnonymity`] and the l-diversity models; an
 //! anonymity [`Requirement`] on a subset of the QIs is not a per-class
@@ -26,12 +29,16 @@ mod k_anonymity;
 mod l_diversity;
 pub mod registry;
 mod requirement;
+mod risk_threshold;
+mod t_closeness;
 
 pub use job::Privacy;
 pub use k_anonymity::KAnonymity;
 pub(crate) use l_diversity::{entropy, frequencies};
 pub use l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
 pub use requirement::Requirement;
+pub use risk_threshold::RiskThreshold;
+pub use t_closeness::{GroundDistance, TCloseness};
 
 /// One class of a (working or released) table, as models see it.
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +88,25 @@ pub trait PrivacyModel: Debug + Send + Sync {
     /// correct, only slower.
     fn needs_rows(&self) -> bool {
         true
+    }
+    /// Checks a whole release: `classes` are all its published classes, as
+    /// rows of `table` (the rows of the classes are exactly the published
+    /// rows). Returns what violates the model, described by counts only
+    /// (never a value), or `None` when the release satisfies it.
+    ///
+    /// Both verifiers ([`crate::verify`]) decide with this method, and
+    /// their decision is final: a release it rejects is never published.
+    /// The default rejects the release when [`PrivacyModel::accepts`]
+    /// rejects a class. Models with a part that is a property of the whole
+    /// release rather than of one class override it: the mean risk of
+    /// [`RiskThreshold`], and [`TCloseness`], whose reference distribution
+    /// is that of the published rows (what a reader of the release sees).
+    fn check_release(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+        let failing = classes
+            .iter()
+            .filter(|rows| !self.accepts(ClassView { table, rows }))
+            .count();
+        (failing > 0).then(|| format!("{failing} published classes violate {}", self.describe()))
     }
     /// Checks, before any work, that the table (with `active_rows` rows the
     /// algorithms may publish, of which up to `max_suppressed` may be

@@ -12,15 +12,26 @@
 //! [privacy.models.entropy-l-diversity]
 //! column = "occupation"
 //! l = 3
+//!
+//! [privacy.models.t-closeness]
+//! column = "salary-class"   # default: every sensitive attribute
+//! t = 0.2
+//! distance = "equal"         # or "hierarchical", "ordered"
+//!
+//! [privacy.models.risk-threshold]
+//! k = 10        # no record's prosecutor risk above 1/10
+//! mean = 0.05   # mean prosecutor risk below 5 %
 //! ```
 
 use serde::Deserialize;
 
 use super::l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
+use super::risk_threshold::RiskThreshold;
+use super::t_closeness::{GroundDistance, TCloseness};
 use super::PrivacyModel;
 use crate::error::{Error, Result};
 use crate::registry::{Named, Registry};
-use crate::spec::{JobSpec, Role};
+use crate::spec::{JobSpec, Kind, Role};
 
 /// Builds a model's instances (none, one per column, ...) from the job and
 /// the parameters written under `[privacy.models.NAME]`, or says which
@@ -90,6 +101,112 @@ fn l_params(
     Ok((columns, p))
 }
 
+/// Parameters of `[privacy.models.t-closeness]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TParams {
+    column: Option<String>,
+    t: f64,
+    distance: Option<GroundDistance>,
+}
+
+/// One t-closeness model per sensitive column (`column`, or every sensitive
+/// attribute), its ground distance decided from the attribute where the job
+/// says enough: `distance` when given (hierarchical needs the attribute's
+/// `hierarchy`; ordered needs numbers, which the data says: checked before
+/// any work by [`PrivacyModel::check_feasible`]), else hierarchical when the attribute names a `hierarchy`, ordered for
+/// `type = "numeric"`, equal for `type = "categorical"`, and otherwise by
+/// the column's data (ordered for numbers, else equal).
+fn t_closeness(spec: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "privacy.models.t-closeness";
+    let p: TParams =
+        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    if !(p.t > 0.0 && p.t <= 1.0) {
+        return Err(Error::spec(
+            format!("{NAME}.t"),
+            format!(
+                "t = {} is not in (0, 1]: t bounds the Earth Mover's Distance between a class's sensitive values and the whole table's, a share between 0 (identical) and 1; give e.g. t = 0.2",
+                p.t
+            ),
+        ));
+    }
+    let columns: Vec<String> = match &p.column {
+        Some(c) => vec![c.clone()],
+        None => spec.sensitive().map(|a| a.name.clone()).collect(),
+    };
+    if columns.is_empty() {
+        return Err(Error::spec(
+            format!("{NAME}.column"),
+            "no sensitive column: set `column` or give an attribute role = \"sensitive\"",
+        ));
+    }
+    columns
+        .into_iter()
+        .map(|column| {
+            let Some(a) = spec
+                .sensitive()
+                .find(|a| a.name == column)
+            else {
+                return Err(Error::spec(
+                    format!("{NAME}.column"),
+                    format!("`{column}` is not an attribute with `role = \"sensitive\"`"),
+                ));
+            };
+            let distance = match (p.distance, a.hierarchy.is_some(), a.kind) {
+                (Some(GroundDistance::Hierarchical), false, _) => {
+                    return Err(Error::spec(
+                        format!("{NAME}.distance"),
+                        format!("the hierarchical distance needs the hierarchy of `{column}`: give `hierarchy = \"file.csv\"` on that attribute, or choose `distance = \"equal\"`"),
+                    ))
+                }
+                (Some(d), _, _) => Some(d),
+                (None, true, _) => Some(GroundDistance::Hierarchical),
+                (None, false, Some(Kind::Numeric)) => Some(GroundDistance::Ordered),
+                (None, false, Some(Kind::Categorical)) => Some(GroundDistance::Equal),
+                (None, false, None) => None,
+            };
+            Ok(Box::new(TCloseness {
+                column,
+                t: p.t,
+                distance,
+            }) as Box<dyn PrivacyModel>)
+        })
+        .collect()
+}
+
+/// Parameters of `[privacy.models.risk-threshold]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RiskParams {
+    k: usize,
+    mean: f64,
+}
+
+fn risk_threshold(_: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "privacy.models.risk-threshold";
+    let p: RiskParams =
+        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    if p.k < 2 {
+        return Err(Error::spec(
+            format!("{NAME}.k"),
+            format!(
+                "k = {} allows a prosecutor risk of 1 (a record alone in its class); give k >= 2",
+                p.k
+            ),
+        ));
+    }
+    if !(p.mean > 0.0 && p.mean <= 1.0) {
+        return Err(Error::spec(
+            format!("{NAME}.mean"),
+            format!("mean = {} is not in (0, 1]: it bounds the mean prosecutor risk (classes / rows), e.g. mean = 0.05", p.mean),
+        ));
+    }
+    Ok(vec![Box::new(RiskThreshold {
+        k: p.k,
+        mean: p.mean,
+    })])
+}
+
 const BUILT_IN: &[ModelRegistration] = &[
     ModelRegistration {
         name: "distinct-l-diversity",
@@ -131,6 +248,16 @@ const BUILT_IN: &[ModelRegistration] = &[
                 })
                 .collect())
         },
+    },
+    ModelRegistration {
+        name: "t-closeness",
+        summary: "each class's sensitive distribution is within Earth Mover's Distance t of the whole table's (Li et al., ICDE 2007)",
+        build: t_closeness,
+    },
+    ModelRegistration {
+        name: "risk-threshold",
+        summary: "no record's prosecutor risk above 1/k and the mean risk (classes / rows) below `mean`",
+        build: risk_threshold,
     },
 ];
 

@@ -54,6 +54,7 @@ pub fn release_schema(spec: &JobSpec, input: &Schema) -> SchemaRef {
         dropped: Dropped::of(spec),
         pseudonymised: pseudonymised_columns(spec),
         pseudonymiser: Pseudonymiser::default(),
+        sensitive_hierarchies: FxHashMap::default(),
     };
     recoder.output_schema(input)
 }
@@ -104,6 +105,10 @@ pub struct Recoder {
     dropped: Dropped,
     pseudonymised: Vec<String>,
     pseudonymiser: Pseudonymiser,
+    /// The hierarchies of the sensitive attributes that name one, by the
+    /// path written in the job: the release verifier needs them for
+    /// hierarchical-distance t-closeness.
+    sensitive_hierarchies: FxHashMap<String, Arc<crate::hierarchy::Hierarchy>>,
 }
 
 /// What to do with one input column.
@@ -154,13 +159,28 @@ impl Recoder {
             })
             .collect();
         let dropped = Dropped::of(spec);
+        let sensitive_hierarchies = spec
+            .sensitive()
+            .filter_map(|a| {
+                let path = a.hierarchy.as_ref()?;
+                let column = table.sensitive().iter().find(|c| c.name() == a.name)?;
+                Some((path.clone(), column.hierarchy()?.hierarchy().clone()))
+            })
+            .collect();
         Recoder {
             labels,
             group_of_row: partition.group_of_row().into(),
             dropped,
             pseudonymised: pseudonymised_columns(spec),
             pseudonymiser: Pseudonymiser::default(),
+            sensitive_hierarchies,
         }
+    }
+
+    /// The hierarchies of the job's sensitive attributes, by the path
+    /// written in the job (for [`crate::verify::ReleaseVerifier::try_with_hierarchies`]).
+    pub fn sensitive_hierarchies(&self) -> &FxHashMap<String, Arc<crate::hierarchy::Hierarchy>> {
+        &self.sensitive_hierarchies
     }
 
     /// Uses the keys of `pseudonymiser` for the pseudonymised columns.

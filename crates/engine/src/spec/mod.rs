@@ -62,7 +62,10 @@ impl JobSpec {
     /// sensitive columns, each read as plain categorical labels (no
     /// hierarchy, intervals or masking), so a class is rows with equal
     /// published labels. The release verifier and the risk of a release
-    /// read it this way.
+    /// read it this way. A sensitive attribute keeps its `hierarchy`: it is
+    /// no generalisation but the ground distance of hierarchical
+    /// t-closeness, which the release verifier attaches when it is given
+    /// the file.
     pub fn labels_only(&self) -> JobSpec {
         let mut labels = self.clone();
         labels
@@ -70,7 +73,9 @@ impl JobSpec {
             .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
         for a in &mut labels.attributes {
             a.kind = Some(Kind::Categorical);
-            a.hierarchy = None;
+            if a.role != Role::Sensitive {
+                a.hierarchy = None;
+            }
             a.intervals = None;
             a.cuts = None;
             a.masking = false;
@@ -115,18 +120,22 @@ impl JobSpec {
             .map_or(Role::Insensitive, |a| a.role)
     }
 
-    /// Hierarchy files the front end must load: `(attribute, path, delimiter)`.
+    /// Hierarchy files the front end must load: `(attribute, path, delimiter)`,
+    /// those of the quasi-identifiers (generalisation) and of the sensitive
+    /// attributes (the ground distance of hierarchical t-closeness).
     pub fn hierarchy_files(&self) -> impl Iterator<Item = (&str, &str, char)> {
-        self.quasi_identifiers().filter_map(|a| {
-            a.hierarchy.as_deref().map(|p| {
-                let d = a
-                    .hierarchy_delimiter
-                    .as_deref()
-                    .and_then(|d| d.chars().next())
-                    .unwrap_or(';');
-                (a.name.as_str(), p, d)
+        self.quasi_identifiers()
+            .chain(self.sensitive())
+            .filter_map(|a| {
+                a.hierarchy.as_deref().map(|p| {
+                    let d = a
+                        .hierarchy_delimiter
+                        .as_deref()
+                        .and_then(|d| d.chars().next())
+                        .unwrap_or(';');
+                    (a.name.as_str(), p, d)
+                })
             })
-        })
     }
 
     /// The share of rows that may be suppressed.
