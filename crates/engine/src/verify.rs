@@ -42,6 +42,18 @@ pub struct RequirementCheck {
     pub violating_tuples: usize,
 }
 
+/// A per-class model (l-diversity, t-closeness, ...) the release passed,
+/// with what it achieves ([`PrivacyModel::achieved`]).
+///
+/// [`PrivacyModel::achieved`]: crate::privacy::PrivacyModel::achieved
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelCheck {
+    /// The model, e.g. `t-closeness (t = 0.2, equal distance) on `salary``.
+    pub model: String,
+    /// What the release achieves under it, when the model says.
+    pub achieved: Option<String>,
+}
+
 /// What verification found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verified {
@@ -58,6 +70,8 @@ pub struct Verified {
     pub excluded_rows: usize,
     /// Every anonymity requirement with the k it achieved.
     pub requirements: Vec<RequirementCheck>,
+    /// Every per-class model the release passed.
+    pub models: Vec<ModelCheck>,
 }
 
 /// Checks a partition against the privacy models.
@@ -120,7 +134,7 @@ pub fn verify_partition(
         }
     }
     members.retain(|m| !m.is_empty());
-    check_classes(table, members.iter().map(|m| m.as_slice()), privacy)?;
+    let models = check_classes(table, members.iter().map(|m| m.as_slice()), privacy)?;
     let sizes = partition.group_sizes();
     let requirements = check_requirements(privacy, table.n_qi(), |columns| {
         let mut counts: FxHashMap<Vec<&Cell>, usize> = FxHashMap::default();
@@ -148,6 +162,7 @@ pub fn verify_partition(
         suppressed_rows: suppressed,
         excluded_rows: table.excluded().len(),
         requirements,
+        models,
     })
 }
 
@@ -200,18 +215,24 @@ fn check_classes<'a>(
     table: &QiTable,
     classes: impl Iterator<Item = &'a [u32]>,
     privacy: &Privacy,
-) -> Result<()> {
+) -> Result<Vec<ModelCheck>> {
     let classes: Vec<&[u32]> = classes.collect();
     let problems: Vec<String> = privacy
         .class_models()
         .iter()
         .filter_map(|m| m.check_release(table, &classes))
         .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::VerificationFailed(problems.join("; ")))
+    if !problems.is_empty() {
+        return Err(Error::VerificationFailed(problems.join("; ")));
     }
+    Ok(privacy
+        .class_models()
+        .iter()
+        .map(|m| ModelCheck {
+            model: m.describe(),
+            achieved: m.achieved(table, &classes),
+        })
+        .collect())
 }
 
 /// Checks released batches by their published labels: rows with identical
@@ -238,6 +259,7 @@ pub fn verify_release(
             suppressed_rows: 0,
             excluded_rows: 0,
             requirements: check_requirements(privacy, 0, |_| Vec::new())?,
+            models: Vec::new(),
         });
     };
     let mut verifier = ReleaseVerifier::try_new(spec, first.schema().as_ref())?;
@@ -325,7 +347,7 @@ impl ReleaseVerifier {
             }
         }
         let classes = EquivalenceClasses::of(&table);
-        check_classes(&table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
+        let models = check_classes(&table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
         let requirements = check_requirements(privacy, table.n_qi(), |columns| {
             let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
             for c in 0..classes.len() {
@@ -346,6 +368,7 @@ impl ReleaseVerifier {
             suppressed_rows: 0,
             excluded_rows: 0,
             requirements,
+            models,
         })
     }
 }

@@ -90,8 +90,9 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
             }
         }
     }
-    let mut verifier = ReleaseVerifier::try_new(&job.spec, &dataset.schema)
-        .with_context(|| format!("cannot check release {location}"))?;
+    let mut verifier =
+        ReleaseVerifier::try_with_hierarchies(&job.spec, &job.hierarchies, &dataset.schema)
+            .with_context(|| format!("cannot check release {location}"))?;
     let bar = ui.bar("verify", dataset.rows);
     for batch in dataset.scan(&storage, Some(dataset.projection(&columns)), false) {
         check_interrupt()?;

@@ -173,6 +173,14 @@ impl PrivacyModel for DistinctLDiversity {
         };
         class.rows.len() >= self.l && distinct_up_to(col, class.rows, self.l) >= self.l
     }
+    fn achieved(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+        let col = sensitive_column(table, &self.column)?;
+        let fewest = classes
+            .iter()
+            .map(|rows| frequencies(col, rows).len())
+            .min()?;
+        Some(format!("fewest distinct values in a class: {fewest}"))
+    }
     /// A class holding an l-diverse class holds its l values: suppressing
     /// the rest of a table never breaks an accepted class.
     fn is_monotone_with_suppression(&self) -> bool {
@@ -230,6 +238,20 @@ impl PrivacyModel for EntropyLDiversity {
             return false;
         };
         class.rows.len() >= self.l && self.accepts_counts(&frequencies(col, class.rows))
+    }
+    fn achieved(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+        let col = sensitive_column(table, &self.column)?;
+        let lowest = classes
+            .iter()
+            .map(|rows| entropy(&frequencies(col, rows)))
+            .fold(f64::INFINITY, f64::min);
+        lowest.is_finite().then(|| {
+            format!(
+                "lowest class entropy {lowest:.4} = ln {:.3} (ln l = {:.4})",
+                lowest.exp(),
+                (self.l as f64).ln()
+            )
+        })
     }
     /// A row helps when it raises the class's entropy.
     fn helps(&self, class: ClassView<'_>, row: u32) -> bool {

@@ -108,6 +108,14 @@ pub trait PrivacyModel: Debug + Send + Sync {
             .count();
         (failing > 0).then(|| format!("{failing} published classes violate {}", self.describe()))
     }
+    /// What the release achieves under this model, in one line of figures
+    /// (never a value), e.g. `largest distance 0.1432` for t-closeness:
+    /// what a report shows next to the model. `None`, the default, says
+    /// nothing beyond passing.
+    fn achieved(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+        let _ = (table, classes);
+        None
+    }
     /// Checks, before any work, that the table (with `active_rows` rows the
     /// algorithms may publish, of which up to `max_suppressed` may be
     /// withheld) can satisfy the model at all.

@@ -69,6 +69,15 @@ impl PrivacyModel for RiskThreshold {
     fn needs_rows(&self) -> bool {
         false
     }
+    fn achieved(&self, _table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+        let rows: usize = classes.iter().map(|c| c.len()).sum();
+        let smallest = classes.iter().map(|c| c.len()).min().unwrap_or(0);
+        Some(format!(
+            "highest risk 1/{smallest}, mean risk {:.4} (below {})",
+            Self::mean_risk(classes.len(), rows),
+            self.mean
+        ))
+    }
     /// The per-class part in every class, then the mean over the release.
     fn check_release(&self, _table: &QiTable, classes: &[&[u32]]) -> Option<String> {
         let small = classes.iter().filter(|c| c.len() < self.k).count();

@@ -299,6 +299,66 @@ impl TCloseness {
     }
 }
 
+/// The classes of a release against the distribution of its published
+/// rows.
+struct Distances {
+    /// Classes farther than t, or without a value to measure.
+    failing: usize,
+    /// Classes without any sensitive value.
+    without_values: usize,
+    /// The largest distance of a class.
+    farthest: f64,
+}
+
+impl TCloseness {
+    /// Every class of a release measured against the distribution of the
+    /// published rows, or why the release cannot be measured.
+    fn release_distances(
+        &self,
+        table: &QiTable,
+        classes: &[&[u32]],
+    ) -> std::result::Result<Distances, String> {
+        let Some(column) = self.sensitive_column(table) else {
+            return Err(format!(
+                "{}: the release has no sensitive column `{}`",
+                self.describe(),
+                self.column
+            ));
+        };
+        if let Err(why) = self.ground(column) {
+            return Err(format!("{}: {why}", self.describe()));
+        }
+        let mut reference = vec![0u32; column.distinct()];
+        with_codes!(column.codes(), |codes| {
+            for rows in classes {
+                for &r in *rows {
+                    reference[u32::from(codes[r as usize]) as usize] += 1;
+                }
+            }
+        });
+        let mut d = Distances {
+            failing: 0,
+            without_values: 0,
+            farthest: 0.0,
+        };
+        for rows in classes {
+            match self.distance_of(table, rows, &reference) {
+                Some(x) => {
+                    if !self.close_enough(Some(x)) {
+                        d.failing += 1;
+                    }
+                    d.farthest = d.farthest.max(x);
+                }
+                None => {
+                    d.failing += 1;
+                    d.without_values += 1;
+                }
+            }
+        }
+        Ok(d)
+    }
+}
+
 impl PrivacyModel for TCloseness {
     fn describe(&self) -> String {
         let distance = match self.distance {
@@ -341,40 +401,14 @@ impl PrivacyModel for TCloseness {
         if classes.is_empty() {
             return None;
         }
-        let Some(column) = self.sensitive_column(table) else {
-            return Some(format!(
-                "{}: the release has no sensitive column `{}`",
-                self.describe(),
-                self.column
-            ));
+        let Distances {
+            failing,
+            without_values,
+            farthest,
+        } = match self.release_distances(table, classes) {
+            Ok(d) => d,
+            Err(why) => return Some(why),
         };
-        if let Err(why) = self.ground(column) {
-            return Some(format!("{}: {why}", self.describe()));
-        }
-        let mut reference = vec![0u32; column.distinct()];
-        with_codes!(column.codes(), |codes| {
-            for rows in classes {
-                for &r in *rows {
-                    reference[u32::from(codes[r as usize]) as usize] += 1;
-                }
-            }
-        });
-        let (mut failing, mut without_values) = (0usize, 0usize);
-        let mut farthest = 0.0f64;
-        for rows in classes {
-            match self.distance_of(table, rows, &reference) {
-                Some(d) => {
-                    if !self.close_enough(Some(d)) {
-                        failing += 1;
-                    }
-                    farthest = farthest.max(d);
-                }
-                None => {
-                    failing += 1;
-                    without_values += 1;
-                }
-            }
-        }
         (failing > 0).then(|| {
             let empty = if without_values > 0 {
                 format!(", {without_values} of them without any sensitive value to measure")
@@ -386,6 +420,13 @@ impl PrivacyModel for TCloseness {
                 self.describe()
             )
         })
+    }
+    fn achieved(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+        let d = self.release_distances(table, classes).ok()?;
+        Some(format!(
+            "largest distance {:.4} (t = {}) from the distribution of the published rows",
+            d.farthest, self.t
+        ))
     }
     fn check_feasible(&self, table: &QiTable, active: usize, _max_suppressed: usize) -> Result<()> {
         let column = self.sensitive_column(table).ok_or_else(|| {

@@ -85,6 +85,9 @@ pub(crate) struct Achieved {
     pub(crate) requirements: Vec<RequirementRow>,
     /// l achieved per sensitive column.
     pub(crate) diversity: Vec<DiversityRow>,
+    /// Every per-class model (l-diversity, t-closeness, risk threshold,
+    /// registered ones) and what the release achieves under it.
+    pub(crate) models: Vec<ModelRow>,
     pub(crate) rows_in: Option<u64>,
     pub(crate) rows_published: u64,
     pub(crate) rows_suppressed: Option<u64>,
@@ -97,6 +100,13 @@ pub(crate) struct RequirementRow {
     pub(crate) requirement: String,
     pub(crate) k: usize,
     pub(crate) achieved_k: usize,
+}
+
+/// A per-class model the release passed, and what it achieves.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ModelRow {
+    pub(crate) model: String,
+    pub(crate) achieved: String,
 }
 
 /// l achieved in one sensitive column.
@@ -227,7 +237,7 @@ impl ReportData {
         let before = s.before.map(|b| risk(&b.sizes, k));
         let rows_published = s.after.rows as u64;
         let rows_in = s.rows_in.or(s.before.map(|b| b.rows as u64));
-        let (verified, verification, requirements) = match &s.verified {
+        let (verified, verification, requirements, models) = match &s.verified {
             Ok(v) => (
                 true,
                 format!(
@@ -245,8 +255,15 @@ impl ReportData {
                         achieved_k: r.achieved_k,
                     })
                     .collect(),
+                v.models
+                    .iter()
+                    .map(|m| ModelRow {
+                        model: m.model.clone(),
+                        achieved: m.achieved.clone().unwrap_or_else(|| "passed".into()),
+                    })
+                    .collect(),
             ),
-            Err(msg) => (false, msg.clone(), Vec::new()),
+            Err(msg) => (false, msg.clone(), Vec::new(), Vec::new()),
         };
         let required_l = spec.privacy.l.map(|l| {
             let mut d = format!("{:?} l = {l}", spec.diversity()).to_lowercase();
@@ -335,6 +352,7 @@ impl ReportData {
                 verification,
                 requirements,
                 diversity,
+                models,
                 rows_in,
                 rows_published,
                 rows_suppressed: rows_in.map(|r| r.saturating_sub(rows_published)),

@@ -137,6 +137,18 @@ fn achieved(h: &mut String, r: &ReportData) {
         }
         h.push_str("</table>");
     }
+    if !a.models.is_empty() {
+        h.push_str("<h3>Privacy models</h3><table><tr><th>model</th><th>achieved</th></tr>");
+        for m in &a.models {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                esc(&m.model),
+                esc(&m.achieved)
+            );
+        }
+        h.push_str("</table>");
+    }
     if !a.diversity.is_empty() {
         h.push_str("<h3>l-diversity per sensitive column</h3><table><tr><th>column</th><th>asked</th><th>distinct l achieved</th><th>entropy l achieved</th></tr>");
         for d in &a.diversity {

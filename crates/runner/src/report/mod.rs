@@ -181,8 +181,9 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         .chain(spec.sensitive())
         .map(|a| a.name.clone())
         .collect();
-    let mut verifier = ReleaseVerifier::try_new(spec, &release.schema)
-        .with_context(|| format!("cannot check release {location}"))?;
+    let mut verifier =
+        ReleaseVerifier::try_with_hierarchies(spec, &job.hierarchies, &release.schema)
+            .with_context(|| format!("cannot check release {location}"))?;
     let mut labels = ReleaseLabels::try_new(&job, &release.schema)?;
     let bar = ui.bar("report: release", release.rows);
     for batch in release.scan(&storage, Some(release.projection(&columns)), false) {
