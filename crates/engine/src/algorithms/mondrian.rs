@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithms::{details, Algorithm, Context, Outcome};
 use crate::codes::{with_codes, Code};
 use crate::encode::{QiColumn, QiTable};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hierarchy::NodeId;
 use crate::partition::{NumericCells, Partition, SUPPRESSED};
 use crate::privacy::{ClassView, Privacy};
@@ -117,6 +117,16 @@ impl Algorithm for Mondrian {
             relaxed_cuts: AtomicUsize::new(0),
             cancel: ctx.cancel,
         };
+        // Mondrian publishes every active row and only cuts regions whose
+        // parts satisfy the model, so the whole input must satisfy it; a
+        // model that is not monotone with suppression (entropy l-diversity)
+        // passes the feasibility check whenever rows may be suppressed.
+        if !rows.is_empty() && !cutter.accepts(&rows) {
+            return Err(Error::Unsatisfiable(format!(
+                "Mondrian suppresses no rows, so the whole input must satisfy {} and it does not; choose an algorithm that suppresses (datafly, incognito, kaca, l-clustering) or weaken the model",
+                ctx.privacy.describe()
+            )));
+        }
         let regions = if rows.is_empty() {
             Vec::new()
         } else {
