@@ -26,6 +26,19 @@ pub fn read_parquet_bytes(bytes: Vec<u8>) -> RecordBatch {
     concat_batches(&schema, &batches).unwrap()
 }
 
+/// The quasi-identifiers of the bundled Adult job (`configs/adult.toml`),
+/// in its order.
+pub const ADULT_QIS: [&str; 8] = [
+    "age",
+    "sex",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+];
+
 /// A job file in `dir` from the bundled Adult job with `edit` applied to its
 /// text; hierarchy paths are made absolute.
 pub fn adult_job(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {

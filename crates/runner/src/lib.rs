@@ -10,6 +10,7 @@
 //! schedulers can act on (module `exit`).
 
 mod anonymize;
+mod artefact;
 mod config;
 mod dataset;
 mod exit;

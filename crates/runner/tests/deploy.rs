@@ -11,22 +11,6 @@ use std::process::Command;
 mod common;
 use common::*;
 
-/// Whether python3 with PyYAML is there; panics under `CI=true` when not.
-fn python_yaml_ready() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import yaml"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "python3 with PyYAML is required in CI: pip install pyyaml"
-        );
-        eprintln!("skipped: python3 with PyYAML not found");
-    }
-    ok
-}
-
 /// `deploy/entrypoint.sh` with this build's `kanon`, in a clean environment.
 fn entrypoint(job: &Path) -> Command {
     let mut c = Command::new("sh");
@@ -45,7 +29,7 @@ fn entrypoint(job: &Path) -> Command {
 
 #[test]
 fn the_examples_parse_and_the_configmap_job_runs() {
-    if !python_yaml_ready() {
+    if !python_with("import yaml", "pip install pyyaml") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -16,18 +16,10 @@ fn script() -> std::path::PathBuf {
 /// Whether Python and the four readers are there; panics under `CI=true`
 /// when they are not.
 fn python_ready() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import pyarrow, pandas, duckdb, polars"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "python3 with pyarrow, pandas, duckdb and polars is required in CI: pip install pyarrow pandas duckdb polars"
-        );
-        eprintln!("skipped: python3 with pyarrow, pandas, duckdb and polars not found");
-    }
-    ok
+    python_with(
+        "import pyarrow, pandas, duckdb, polars",
+        "pip install pyarrow pandas duckdb polars",
+    )
 }
 
 fn python(args: &[&std::ffi::OsStr]) {

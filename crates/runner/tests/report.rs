@@ -293,16 +293,7 @@ fn published_number(raw: &str, labels: &[String]) -> bool {
 #[test]
 fn the_report_shows_no_raw_value() {
     let input = read_parquet(&root().join("data/adult/adult.parquet"));
-    let qis = [
-        "age",
-        "sex",
-        "race",
-        "marital-status",
-        "education",
-        "native-country",
-        "workclass",
-        "occupation",
-    ];
+    let qis = ADULT_QIS;
     // Mondrian (ranges bounded by raw values) and HeuristicMin (fixed
     // intervals: the unique 86-year-old is published as [80-89]).
     for algorithm in ["mondrian", "heuristic-min"] {

@@ -174,16 +174,7 @@ fn the_metrics_json_and_the_report_hold_the_risk_before_and_after() {
 
     // Before: the raw classes of Adult's eight QIs, counted here.
     let adult = adult();
-    let qis = [
-        "age",
-        "sex",
-        "race",
-        "marital-status",
-        "education",
-        "native-country",
-        "workclass",
-        "occupation",
-    ];
+    let qis = ADULT_QIS;
     let cols: Vec<_> = qis
         .iter()
         .map(|q| cast(adult.column_by_name(q).unwrap(), &DataType::Utf8).unwrap())

@@ -34,12 +34,13 @@ use kanon_engine::spec::JobSpec;
 use kanon_engine::verify::Verified;
 use kanon_engine::{Anonymization, Error};
 
+use crate::artefact::Artefact;
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
-use crate::report::{InputTally, ReleaseLabels, ReportFile, Sources};
+use crate::report::{InputTally, ReleaseLabels, Sources};
 use crate::spill::Spill;
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
@@ -166,7 +167,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     // Every artefact is written before the commit, so nothing can fail
     // after the release is published; a failed commit takes it back.
     let metrics = match &args.metrics_json {
-        Some(path) => Some(report::MetricsFile::write(
+        Some(path) => Some(report::write_metrics(
             path,
             &run.metrics_json(writer.files()),
         )?),
@@ -201,7 +202,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         }
         _ => None,
     };
-    let take_back = |metrics: Option<report::MetricsFile>, report_file: Option<ReportFile>| {
+    let take_back = |metrics: Option<Artefact>, report_file: Option<Artefact>| {
         if let Some(m) = metrics {
             m.remove();
         }

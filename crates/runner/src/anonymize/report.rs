@@ -3,7 +3,7 @@
 //! metadata and the dry run's check list. Sizes and figures only, never a
 //! value of a record.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kanon_engine::metrics::risk::RiskProfile;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::JobSpec;
@@ -11,6 +11,7 @@ use kanon_engine::verify::Verified;
 use kanon_engine::Anonymization;
 
 use super::{PassOne, Plan};
+use crate::artefact::Artefact;
 use crate::ops::{peak_rss_bytes, Ui};
 use crate::storage::Location;
 
@@ -193,35 +194,13 @@ impl Memory {
 /// The metrics JSON of a run, written in full before the release is
 /// committed (so its failure publishes nothing) and removed again if the
 /// commit fails.
-pub(super) struct MetricsFile(std::path::PathBuf);
-
-impl MetricsFile {
-    pub(super) fn write(path: &std::path::Path, json: &serde_json::Value) -> Result<MetricsFile> {
-        let parent = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        let context = || {
-            format!(
-                "cannot write metrics to {} (--metrics-json); nothing was published",
-                path.display()
-            )
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!("{}metrics-", crate::release::tmp_prefix()))
-            .tempfile_in(parent)
-            .with_context(context)?;
-        std::io::Write::write_all(&mut tmp, serde_json::to_string_pretty(json)?.as_bytes())
-            .with_context(context)?;
-        tmp.persist(path)
-            .map_err(|e| e.error)
-            .with_context(context)?;
-        Ok(MetricsFile(path.to_path_buf()))
-    }
-
-    pub(super) fn remove(self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+pub(super) fn write_metrics(path: &std::path::Path, json: &serde_json::Value) -> Result<Artefact> {
+    Artefact::write(
+        path,
+        serde_json::to_string_pretty(json)?.as_bytes(),
+        "metrics",
+        "--metrics-json",
+    )
 }
 
 /// kanon's provenance for the release's key-value metadata. Deterministic:

@@ -34,9 +34,10 @@ use kanon_engine::Error;
 pub(crate) use data::{risk_measures, Sources};
 pub(crate) use tally::InputTally;
 
+use crate::artefact::Artefact;
 use crate::config::Job;
 use crate::dataset::Dataset;
-use crate::exit::{self, Failure};
+use crate::exit;
 use crate::ops::{check_interrupt, Ui};
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
@@ -108,46 +109,10 @@ impl ReleaseLabels {
 /// Builds the report of `sources` and writes it to `path` in full (a
 /// temporary file renamed into place), so a reader never sees half a
 /// report. `flag` names the option that asked for it, for errors.
-pub(crate) fn write(path: &Path, sources: &Sources, flag: &str) -> Result<ReportFile> {
+pub(crate) fn write(path: &Path, sources: &Sources, flag: &str) -> Result<Artefact> {
     let data = data::ReportData::build(sources);
     let page = html::render(&data);
-    ReportFile::write(path, &page, flag)
-}
-
-/// A written report, removed again if the release it describes is not
-/// committed.
-pub(crate) struct ReportFile(PathBuf);
-
-impl ReportFile {
-    fn write(path: &Path, page: &str, flag: &str) -> Result<ReportFile> {
-        let parent = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let context = || format!("cannot write the report to {} ({flag})", path.display());
-        if !parent.is_dir() {
-            return Err(Failure::bad_input(format!(
-                "cannot write the report to {} ({flag}): directory {} does not exist",
-                path.display(),
-                parent.display()
-            ))
-            .into());
-        }
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!("{}report-", crate::release::tmp_prefix()))
-            .tempfile_in(parent)
-            .with_context(context)?;
-        std::io::Write::write_all(&mut tmp, page.as_bytes()).with_context(context)?;
-        tmp.persist(path)
-            .map_err(|e| e.error)
-            .with_context(context)?;
-        Ok(ReportFile(path.to_path_buf()))
-    }
-
-    /// Deletes the report (its release was not committed).
-    pub(crate) fn remove(self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+    Artefact::write(path, page.as_bytes(), "the report", flag)
 }
 
 /// The release's `kanon.*` metadata (the provenance written into each

@@ -18,7 +18,7 @@ use parquet::arrow::ArrowWriter;
 
 // Each test binary uses some of them.
 #[allow(unused_imports)]
-pub use kanon_e2e::{adult_job, ls, read_parquet, read_parquet_bytes, root};
+pub use kanon_e2e::{adult_job, ls, read_parquet, read_parquet_bytes, root, ADULT_QIS};
 
 /// The `kanon` binary, run from the repository root, without AWS or KANON
 /// variables from the caller's environment (and HOME pointing nowhere, so
@@ -526,3 +526,21 @@ pub fn corrupt_column(path: &Path, column: &str) {
 
 /// Keeps `Arc` in scope for helpers that build schemas.
 pub type SchemaRef = Arc<arrow::datatypes::Schema>;
+
+/// Whether `python3` imports `modules` (e.g. `"import yaml"`); panics under
+/// `CI=true` when it does not, saying how to install them (`install`), and
+/// prints why the test is skipped otherwise.
+pub fn python_with(imports: &str, install: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", imports])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "python3 with `{imports}` is required in CI: {install}"
+        );
+        eprintln!("skipped: python3 cannot `{imports}` ({install})");
+    }
+    ok
+}
