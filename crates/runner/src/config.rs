@@ -339,6 +339,18 @@ impl Job {
         }
     }
 
+    /// The population table of `[risk] population` (resolved like the
+    /// input), for journalist and marketer risk; `None` when not set.
+    pub fn population(&self) -> Result<Option<Location>> {
+        let Some(p) = self.spec.risk.population.as_deref() else {
+            return Ok(None);
+        };
+        Ok(Some(match Location::parse(p)? {
+            Location::Local(_) => Location::Local(self.resolve(p)),
+            remote => remote,
+        }))
+    }
+
     /// The output location: `--output`, else `output.path` (resolved).
     ///
     /// # Errors

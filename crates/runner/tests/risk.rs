@@ -213,3 +213,56 @@ fn the_metrics_json_and_the_report_hold_the_risk_before_and_after() {
         assert!(page.contains(row), "the report shows {row}");
     }
 }
+
+#[test]
+fn the_job_population_gives_the_inputs_journalist_risk_in_the_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let population = adult();
+    let sample = population.slice(0, 3000);
+    let sample_path = dir.path().join("sample.parquet");
+    write_parquet(&sample_path, std::slice::from_ref(&sample));
+    let adult_path = root().join("data/adult/adult.parquet");
+    let job = adult_job(dir.path(), |s| {
+        format!(
+            "{s}\n[risk]\npopulation = \"{}\"\nmsu_max_size = 0\n",
+            adult_path.canonicalize().unwrap().display()
+        )
+    });
+    let metrics = dir.path().join("metrics.json");
+    let out = run(
+        anonymize_cmd(&job, &sample_path, &dir.path().join("release.parquet"))
+            .args(["--k", "2", "--weaken-privacy", "--metrics-json"])
+            .arg(&metrics),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&metrics).unwrap()).unwrap();
+    let journalist = &json["risk"]["before"]["journalist"];
+
+    // Independent count of F_j on all eight QIs.
+    let key = |b: &arrow::array::RecordBatch| -> Vec<String> {
+        let cols: Vec<_> = ADULT_QIS
+            .iter()
+            .map(|q| cast(b.column_by_name(q).unwrap(), &DataType::Utf8).unwrap())
+            .collect();
+        (0..b.num_rows())
+            .map(|r| {
+                cols.iter()
+                    .map(|c| c.as_string::<i32>().value(r).to_string())
+                    .collect::<Vec<_>>()
+                    .join("\u{1f}")
+            })
+            .collect()
+    };
+    let mut big_f: HashMap<String, f64> = HashMap::new();
+    for t in key(&population) {
+        *big_f.entry(t).or_default() += 1.0;
+    }
+    let sample_keys = key(&sample);
+    let average = sample_keys.iter().map(|t| 1.0 / big_f[t]).sum::<f64>() / 3000.0;
+    assert!(
+        (journalist["average"].as_f64().unwrap() - average).abs() < 1e-12,
+        "{journalist} vs {average}"
+    );
+    assert!(json["risk"]["after"]["journalist"].is_null());
+}

@@ -132,7 +132,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let before = args.report.as_ref().map(|_| InputTally::of(&qi));
     let want_risk = args.report.is_some() || args.metrics_json.is_some();
     let before_risk = match want_risk {
-        true => Some(crate::report::input_risk(&plan.job, &qi)?),
+        true => Some(crate::report::input_risk(&plan.job, &plan.storage, &qi)?),
         false => None,
     };
     // Pass 2 needs the recoder only: free the encoded table and the

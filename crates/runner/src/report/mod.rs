@@ -25,7 +25,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::Schema;
 use clap::Args;
 use kanon_engine::encode::{Encoder, QiTable};
-use kanon_engine::metrics::risk::{risk_profile, RiskProfile};
+use kanon_engine::metrics::risk::{encode_labels, risk_profile, RiskProfile};
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
 use kanon_engine::verify::ReleaseVerifier;
@@ -37,7 +37,7 @@ pub(crate) use tally::InputTally;
 use crate::artefact::Artefact;
 use crate::config::Job;
 use crate::dataset::Dataset;
-use crate::exit;
+use crate::exit::{self, Failure};
 use crate::ops::{check_interrupt, Ui};
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
@@ -273,14 +273,40 @@ fn read_input(
     let fingerprint = dataset.fingerprint(scan.csv_hash());
     drop(scan);
     let table = encoder.finish()?;
-    let risk = input_risk(job, &table)?;
+    let risk = input_risk(job, storage, &table)?;
     Ok((InputTally::of(&table), risk, fingerprint))
 }
 
 /// The risk profile of the encoded input (its raw QI values), with the
-/// job's `[risk]` settings.
-pub(crate) fn input_risk(job: &Job, table: &QiTable) -> Result<RiskProfile> {
+/// job's `[risk]` settings; with `risk.population`, the population table is
+/// read for journalist and marketer risk.
+pub(crate) fn input_risk(job: &Job, storage: &Storage, table: &QiTable) -> Result<RiskProfile> {
     let active = table.n_rows() - table.excluded().len();
-    risk_profile(table, None, &job.spec.risk.options(active))
+    let population = match job.population()? {
+        Some(location) => Some(read_population(job, storage, &location).with_context(|| {
+            format!("cannot read the population table {location} (risk.population)")
+        })?),
+        None => None,
+    };
+    risk_profile(table, population.as_ref(), &job.spec.risk.options(active))
         .context("cannot measure the input's risk (the job's [risk] settings)")
+}
+
+/// The QI columns of a population table, read as labels.
+fn read_population(job: &Job, storage: &Storage, location: &Location) -> Result<QiTable> {
+    let dataset = Dataset::open(storage, location, &job.spec.input)?;
+    let qis: Vec<String> = job
+        .spec
+        .quasi_identifiers()
+        .map(|a| a.name.clone())
+        .collect();
+    let mut batches = Vec::new();
+    for batch in dataset.scan(storage, Some(dataset.projection(&qis)), false) {
+        check_interrupt()?;
+        batches.push(batch?);
+    }
+    let Some(schema) = batches.first().map(|b| b.schema()) else {
+        return Err(Failure::bad_input("the population table has no rows").into());
+    };
+    Ok(encode_labels(&job.spec, &schema, &batches)?)
 }
