@@ -40,14 +40,21 @@ pub const ADULT_QIS: [&str; 8] = [
 ];
 
 /// A job file in `dir` from the bundled Adult job with `edit` applied to its
-/// text; hierarchy paths are made absolute.
+/// text; hierarchy paths are made absolute, and the release goes to `dir`
+/// (not to the repository's `target/releases/`, where the README's own run
+/// of the job leaves its release).
 pub fn adult_job(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
     let text = std::fs::read_to_string(root().join("configs/adult.toml")).unwrap();
     let root = root().canonicalize().unwrap();
-    let text = text.replace(
-        "\"data/adult/",
-        &format!("\"{}/data/adult/", root.display()),
-    );
+    let text = text
+        .replace(
+            "\"data/adult/",
+            &format!("\"{}/data/adult/", root.display()),
+        )
+        .replace(
+            "\"target/releases/adult-k10.parquet\"",
+            &format!("{:?}", dir.join("adult-k10.parquet").display().to_string()),
+        );
     let p = dir.join("job.toml");
     std::fs::write(&p, edit(text)).unwrap();
     p
