@@ -14,9 +14,9 @@ use common::*;
 
 const QIS: [&str; 3] = ["age", "sex", "education"];
 
-/// The QI tuple of every row, as text.
-fn tuples(batch: &arrow::array::RecordBatch) -> Vec<String> {
-    let cols: Vec<_> = QIS
+/// The tuple of `qis` of every row, as text.
+fn tuples(batch: &arrow::array::RecordBatch, qis: &[&str]) -> Vec<String> {
+    let cols: Vec<_> = qis
         .iter()
         .map(|q| cast(batch.column_by_name(q).unwrap(), &DataType::Utf8).unwrap())
         .collect();
@@ -55,11 +55,11 @@ fn journalist_and_marketer_risk_use_the_population_classes() {
 
     // Independent count: F_j and f_j by joined raw values.
     let mut big_f: HashMap<String, f64> = HashMap::new();
-    for t in tuples(&population) {
+    for t in tuples(&population, &QIS) {
         *big_f.entry(t).or_default() += 1.0;
     }
     let mut small_f: HashMap<String, f64> = HashMap::new();
-    let sample_tuples = tuples(&sample);
+    let sample_tuples = tuples(&sample, &QIS);
     for t in &sample_tuples {
         *small_f.entry(t.clone()).or_default() += 1.0;
     }
@@ -174,18 +174,9 @@ fn the_metrics_json_and_the_report_hold_the_risk_before_and_after() {
 
     // Before: the raw classes of Adult's eight QIs, counted here.
     let adult = adult();
-    let qis = ADULT_QIS;
-    let cols: Vec<_> = qis
-        .iter()
-        .map(|q| cast(adult.column_by_name(q).unwrap(), &DataType::Utf8).unwrap())
-        .collect();
-    let mut classes: HashMap<Vec<String>, usize> = HashMap::new();
-    for r in 0..adult.num_rows() {
-        let key = cols
-            .iter()
-            .map(|c| c.as_string::<i32>().value(r).to_string())
-            .collect();
-        *classes.entry(key).or_default() += 1;
+    let mut classes: HashMap<String, usize> = HashMap::new();
+    for t in tuples(&adult, &ADULT_QIS) {
+        *classes.entry(t).or_default() += 1;
     }
     let uniques = classes.values().filter(|&&n| n == 1).count();
     assert_eq!(before["classes"], classes.len());
@@ -240,25 +231,11 @@ fn the_job_population_gives_the_inputs_journalist_risk_in_the_metrics() {
     let journalist = &json["risk"]["before"]["journalist"];
 
     // Independent count of F_j on all eight QIs.
-    let key = |b: &arrow::array::RecordBatch| -> Vec<String> {
-        let cols: Vec<_> = ADULT_QIS
-            .iter()
-            .map(|q| cast(b.column_by_name(q).unwrap(), &DataType::Utf8).unwrap())
-            .collect();
-        (0..b.num_rows())
-            .map(|r| {
-                cols.iter()
-                    .map(|c| c.as_string::<i32>().value(r).to_string())
-                    .collect::<Vec<_>>()
-                    .join("\u{1f}")
-            })
-            .collect()
-    };
     let mut big_f: HashMap<String, f64> = HashMap::new();
-    for t in key(&population) {
+    for t in tuples(&population, &ADULT_QIS) {
         *big_f.entry(t).or_default() += 1.0;
     }
-    let sample_keys = key(&sample);
+    let sample_keys = tuples(&sample, &ADULT_QIS);
     let average = sample_keys.iter().map(|t| 1.0 / big_f[t]).sum::<f64>() / 3000.0;
     assert!(
         (journalist["average"].as_f64().unwrap() - average).abs() < 1e-12,
