@@ -1101,3 +1101,22 @@ fn docs_and_help_list_the_registered_algorithms_and_metrics() {
         );
     }
 }
+
+/// A dry run writes nothing, so asking it for a report or metrics is an
+/// error naming both flags, not a silently missing file.
+#[test]
+fn a_dry_run_refuses_to_be_asked_for_a_report_or_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = adult_job(dir.path(), |s| s);
+    for flag in ["--report", "--metrics-json"] {
+        let o = run(kanon()
+            .args(["anonymize", "--dry-run", "-c"])
+            .arg(&job)
+            .arg(flag)
+            .arg(dir.path().join("out")));
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        let err = stderr(&o);
+        assert!(err.contains("--dry-run") && err.contains(flag), "{err}");
+    }
+    assert_eq!(ls(dir.path()), ["job.toml"]);
+}

@@ -71,8 +71,10 @@ pub struct AnonymizeArgs {
     #[arg(long, value_name = "SIZE")]
     max_file_size: Option<String>,
     /// Check the job, the schema, the hierarchies and the data against the
-    /// input (pass 1), without running the algorithm or writing anything.
-    #[arg(long)]
+    /// input (pass 1), without running the algorithm or writing anything
+    /// (so not with `--metrics-json` or `--report`, which it could not
+    /// write).
+    #[arg(long, conflicts_with_all = ["metrics_json", "report"])]
     dry_run: bool,
     /// Also write every metric, the verification result and the timings as JSON.
     #[arg(long, value_name = "FILE")]
