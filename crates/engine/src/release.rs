@@ -184,11 +184,27 @@ impl Releaser {
     /// [`Error::VerificationFailed`] when a published class violates a
     /// model; [`Error::Internal`] when the rows do not add up.
     pub fn finish(self, privacy: &Privacy, anonymization: &Anonymization) -> Result<Verified> {
+        self.finish_with_labels(privacy, anonymization)
+            .map(|(checked, _)| checked)
+    }
+
+    /// [`Releaser::finish`], also handing back the release encoded by its
+    /// labels (what the verifier checked), for front ends that report on the
+    /// release without encoding it a second time.
+    ///
+    /// # Errors
+    /// As [`Releaser::finish`].
+    pub fn finish_with_labels(
+        self,
+        privacy: &Privacy,
+        anonymization: &Anonymization,
+    ) -> Result<(Verified, QiTable)> {
         let rows_in = self.recoder.n_rows();
         if self.offset != rows_in {
             return Err(changed(rows_in, self.offset));
         }
-        let checked = self.verifier.finish(privacy)?;
+        let table = self.verifier.into_table()?;
+        let checked = crate::verify::verify_labels(&table, privacy)?;
         let suppressed = anonymization.report.suppressed_rows;
         if checked.published_rows != anonymization.verified.published_rows
             || checked.published_rows + suppressed != rows_in
@@ -198,7 +214,7 @@ impl Releaser {
                 checked.published_rows, anonymization.verified.published_rows
             )));
         }
-        Ok(checked)
+        Ok((checked, table))
     }
 }
 

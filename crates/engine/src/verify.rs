@@ -340,37 +340,57 @@ impl ReleaseVerifier {
     /// # Errors
     /// [`Error::VerificationFailed`] when a class violates a model.
     pub fn finish(self, privacy: &Privacy) -> Result<Verified> {
+        verify_labels(&self.into_table()?, privacy)
+    }
+
+    /// The release's labels as pushed, encoded: what [`verify_labels`]
+    /// checks, and what a front end that also reports on the release (its
+    /// risk, its labels) reads instead of encoding the release again.
+    ///
+    /// # Errors
+    /// As [`Encoder::finish`].
+    pub fn into_table(self) -> Result<QiTable> {
         let mut table: QiTable = self.encoder.finish()?;
         for (column, &numeric) in table.sensitive.iter_mut().zip(&self.numeric) {
             if numeric {
                 column.order_labels_as_numbers();
             }
         }
-        let classes = EquivalenceClasses::of(&table);
-        let models = check_classes(&table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
-        let requirements = check_requirements(privacy, table.n_qi(), |columns| {
-            let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
-            for c in 0..classes.len() {
-                let tuple = classes.tuple(c);
-                *counts
-                    .entry(columns.iter().map(|&q| tuple[q]).collect())
-                    .or_default() += classes.size(c);
-            }
-            counts.into_values().collect()
-        })?;
-        Ok(Verified {
-            classes: classes.len(),
-            smallest_class: (0..classes.len())
-                .map(|c| classes.size(c))
-                .min()
-                .unwrap_or(0),
-            published_rows: table.n_rows(),
-            suppressed_rows: 0,
-            excluded_rows: 0,
-            requirements,
-            models,
-        })
+        Ok(table)
     }
+}
+
+/// Checks a release encoded by its labels ([`ReleaseVerifier::into_table`]):
+/// every published class against the models, every requirement on its
+/// projection.
+///
+/// # Errors
+/// [`Error::VerificationFailed`] when a class violates a model.
+pub fn verify_labels(table: &QiTable, privacy: &Privacy) -> Result<Verified> {
+    let classes = EquivalenceClasses::of(table);
+    let models = check_classes(table, (0..classes.len()).map(|c| classes.rows(c)), privacy)?;
+    let requirements = check_requirements(privacy, table.n_qi(), |columns| {
+        let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
+        for c in 0..classes.len() {
+            let tuple = classes.tuple(c);
+            *counts
+                .entry(columns.iter().map(|&q| tuple[q]).collect())
+                .or_default() += classes.size(c);
+        }
+        counts.into_values().collect()
+    })?;
+    Ok(Verified {
+        classes: classes.len(),
+        smallest_class: (0..classes.len())
+            .map(|c| classes.size(c))
+            .min()
+            .unwrap_or(0),
+        published_rows: table.n_rows(),
+        suppressed_rows: 0,
+        excluded_rows: 0,
+        requirements,
+        models,
+    })
 }
 
 #[cfg(test)]

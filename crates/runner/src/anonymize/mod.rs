@@ -40,7 +40,7 @@ use crate::dataset::Dataset;
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
-use crate::report::{InputTally, ReleaseLabels, Sources};
+use crate::report::{InputTally, Sources};
 use crate::spill::Spill;
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
@@ -148,7 +148,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let (writer, release_check, labels) = pass_two(
         &plan, &dataset, rows_in, recoder, options, &privacy, &result, want_risk, ui,
     )?;
-    let after = labels.map(|l| l.finish(&plan.job)).transpose()?;
+    let after = labels
+        .map(|t| crate::report::release_view(&plan.job, &t))
+        .transpose()?;
     let run = report::Run {
         plan: &plan,
         privacy: &privacy,
@@ -440,7 +442,7 @@ fn pass_two<'p>(
     result: &Anonymization,
     report: bool,
     ui: &Ui,
-) -> Result<(ReleaseWriter<'p>, Verified, Option<ReleaseLabels>)> {
+) -> Result<(ReleaseWriter<'p>, Verified, Option<QiTable>)> {
     let spec = &plan.job.spec;
     let mut releaser = Releaser::new(
         spec,
@@ -450,11 +452,6 @@ fn pass_two<'p>(
     )
     .context("cannot check the release")?;
     let out_schema = releaser.schema().clone();
-    // The report reads the release's labels as they are written.
-    let mut labels = match report {
-        true => Some(ReleaseLabels::try_new(&plan.job, &out_schema)?),
-        false => None,
-    };
     dataset.check_unchanged(&plan.storage)?;
     barrier("between-passes")?;
     let mut writer = ReleaseWriter::create(
@@ -502,9 +499,6 @@ fn pass_two<'p>(
         }
         let sorted = releaser.release(&kept, &kept_groups)?;
         kept.clear();
-        if let Some(labels) = labels.as_mut() {
-            labels.push(&sorted)?;
-        }
         // The writer sees the same batches whatever the buckets: its pages
         // and so the file's bytes do not depend on the buffer size.
         pending_rows += sorted.num_rows();
@@ -521,11 +515,12 @@ fn pass_two<'p>(
     }
     drop(spill);
     bar.finish_and_clear();
-    let release_check = releaser
-        .finish(privacy, result)
+    // The report and the metrics read the labels the verifier encoded.
+    let (release_check, labels) = releaser
+        .finish_with_labels(privacy, result)
         .context("the recoded release failed verification; nothing was written")?;
     writer.close()?;
-    Ok((writer, release_check, labels))
+    Ok((writer, release_check, report.then_some(labels)))
 }
 
 fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {

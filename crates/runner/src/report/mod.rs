@@ -21,14 +21,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use arrow::array::RecordBatch;
 use arrow::datatypes::Schema;
 use clap::Args;
 use kanon_engine::encode::{Encoder, QiTable};
 use kanon_engine::metrics::risk::{encode_labels, risk_profile, RiskProfile};
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
-use kanon_engine::verify::ReleaseVerifier;
+use kanon_engine::verify::{verify_labels, ReleaseVerifier};
 use kanon_engine::Error;
 
 pub(crate) use data::{risk_measures, Sources};
@@ -63,47 +62,17 @@ pub struct ReportArgs {
     no_input: bool,
 }
 
-/// The release's QI and sensitive columns, encoded by their published
-/// labels as they stream past (pass 2 of `kanon anonymize`, or a scan of a
-/// published release).
-pub(crate) struct ReleaseLabels {
-    encoder: Encoder,
-}
-
-impl ReleaseLabels {
-    /// Reads the labels of a release with `schema` for the job `job`.
-    ///
-    /// # Errors
-    /// When a QI or sensitive column is missing from the release or has a
-    /// type kanon cannot read (by column name, never by value).
-    pub(crate) fn try_new(job: &Job, schema: &Schema) -> Result<ReleaseLabels> {
-        let encoder = Encoder::try_new(&job.spec.labels_only(), &Default::default(), schema)
-            .context("cannot read the release's labels for the report")?;
-        Ok(ReleaseLabels { encoder })
-    }
-
-    /// Adds released rows.
-    pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.encoder
-            .push(batch)
-            .context("cannot read the release's labels for the report")
-    }
-
-    /// The tally of the labels pushed, and their risk profile (the job's
-    /// `[risk]` settings).
-    pub(crate) fn finish(self, job: &Job) -> Result<(tally::ReleaseTally, RiskProfile)> {
-        let table: QiTable = self
-            .encoder
-            .finish()
-            .context("cannot read the release's labels for the report")?;
-        let qis: Vec<_> = job.spec.quasi_identifiers().collect();
-        let risk = risk_profile(&table, None, &job.spec.risk.options(table.n_rows()))
-            .context("cannot measure the release's risk (the job's [risk] settings)")?;
-        Ok((
-            tally::ReleaseTally::of(&table, &qis, &job.hierarchies),
-            risk,
-        ))
-    }
+/// The tally of a release encoded by its published labels (what the
+/// verifier checked, [`ReleaseVerifier::into_table`]), and its risk profile
+/// with the job's `[risk]` settings.
+pub(crate) fn release_view(
+    job: &Job,
+    table: &QiTable,
+) -> Result<(tally::ReleaseTally, RiskProfile)> {
+    let qis: Vec<_> = job.spec.quasi_identifiers().collect();
+    let risk = risk_profile(table, None, &job.spec.risk.options(table.n_rows()))
+        .context("cannot measure the release's risk (the job's [risk] settings)")?;
+    Ok((tally::ReleaseTally::of(table, &qis, &job.hierarchies), risk))
 }
 
 /// Builds the report of `sources` and writes it to `path` in full (a
@@ -149,7 +118,6 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
     let mut verifier =
         ReleaseVerifier::try_with_hierarchies(spec, &job.hierarchies, &release.schema)
             .with_context(|| format!("cannot check release {location}"))?;
-    let mut labels = ReleaseLabels::try_new(&job, &release.schema)?;
     let bar = ui.bar("report: release", release.rows);
     for batch in release.scan(&storage, Some(release.projection(&columns)), false) {
         check_interrupt()?;
@@ -157,12 +125,14 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         verifier
             .push(&batch)
             .with_context(|| format!("cannot check release {location}"))?;
-        labels.push(&batch)?;
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
     let leaked = crate::verify::identifying_columns(spec, &release.schema);
-    let verified = match verifier.finish(&privacy) {
+    let table = verifier
+        .into_table()
+        .with_context(|| format!("cannot check release {location}"))?;
+    let verified = match verify_labels(&table, &privacy) {
         Ok(_) if !leaked.is_empty() => Err(format!(
             "the release holds identifying column(s) {}, which a release must drop",
             leaked.join(", ")
@@ -174,7 +144,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         )),
         Err(e) => return Err(e).with_context(|| format!("cannot check release {location}")),
     };
-    let (after, after_risk) = labels.finish(&job)?;
+    let (after, after_risk) = release_view(&job, &table)?;
     let recorded_rows_in = metadata
         .iter()
         .find(|(k, _)| k == "kanon.rows_in")
