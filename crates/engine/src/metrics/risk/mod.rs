@@ -41,7 +41,9 @@ pub use profile::{
     encode_labels, population_class_sizes, risk_profile, risk_profile_of_batches, RiskOptions,
     RiskProfile,
 };
-pub use requirements::{records_below_any_requirement, requirement_risk, RequirementRisk};
+pub use requirements::{
+    records_below_any_requirement, requirement_risk, requirement_standing, RequirementRisk,
+};
 pub use sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
     sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
@@ -154,9 +156,11 @@ pub fn table_risk(
         .requirements()
         .to_vec();
     let profile = risk_profile(&table, None, &spec.risk.options(active))?;
+    let (standing_of_requirements, rows_below_requirements) =
+        requirement_standing(&table, &requirements);
     Ok(TableRisk {
-        requirements: requirement_risk(&table, &requirements),
-        rows_below_requirements: records_below_any_requirement(&table, &requirements),
+        requirements: standing_of_requirements,
+        rows_below_requirements,
         profile,
         rows,
         excluded_rows: table.excluded().len(),

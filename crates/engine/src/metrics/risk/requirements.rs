@@ -39,17 +39,35 @@ impl RequirementRisk {
 /// Every requirement's standing on `table` (its QIs in job order, the
 /// order the requirements' shields index).
 pub fn requirement_risk(table: &QiTable, requirements: &[Requirement]) -> Vec<RequirementRisk> {
+    requirement_standing(table, requirements).0
+}
+
+/// Records at risk under any requirement: records whose tuple, projected
+/// on some requirement's shield, is held by fewer than that k records.
+pub fn records_below_any_requirement(table: &QiTable, requirements: &[Requirement]) -> usize {
+    requirement_standing(table, requirements).1
+}
+
+/// [`requirement_risk`] and [`records_below_any_requirement`] from one
+/// grouping of the table into classes and one projection per requirement.
+pub fn requirement_standing(
+    table: &QiTable,
+    requirements: &[Requirement],
+) -> (Vec<RequirementRisk>, usize) {
     let classes = EquivalenceClasses::of(table);
-    requirements
+    let mut at_risk = vec![false; classes.len()];
+    let per_requirement = requirements
         .iter()
         .map(|r| {
             let shield = r.columns(table.n_qi());
+            let key =
+                |c: usize| -> Vec<u32> { shield.iter().map(|&q| classes.tuple(c)[q]).collect() };
             let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
             for c in 0..classes.len() {
-                let tuple = classes.tuple(c);
-                *counts
-                    .entry(shield.iter().map(|&q| tuple[q]).collect())
-                    .or_default() += classes.size(c);
+                *counts.entry(key(c)).or_default() += classes.size(c);
+            }
+            for (c, risky) in at_risk.iter_mut().enumerate() {
+                *risky |= counts[&key(c)] < r.k();
             }
             let below: Vec<usize> = counts.values().copied().filter(|&n| n < r.k()).collect();
             RequirementRisk {
@@ -61,29 +79,12 @@ pub fn requirement_risk(table: &QiTable, requirements: &[Requirement]) -> Vec<Re
                 records_below_k: below.iter().sum(),
             }
         })
-        .collect()
-}
-
-/// Records at risk under any requirement: records whose tuple, projected
-/// on some requirement's shield, is held by fewer than that k records.
-pub fn records_below_any_requirement(table: &QiTable, requirements: &[Requirement]) -> usize {
-    let classes = EquivalenceClasses::of(table);
-    let mut at_risk = vec![false; classes.len()];
-    for r in requirements {
-        let shield = r.columns(table.n_qi());
-        let key = |c: usize| -> Vec<u32> { shield.iter().map(|&q| classes.tuple(c)[q]).collect() };
-        let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
-        for c in 0..classes.len() {
-            *counts.entry(key(c)).or_default() += classes.size(c);
-        }
-        for (c, risky) in at_risk.iter_mut().enumerate() {
-            *risky |= counts[&key(c)] < r.k();
-        }
-    }
-    (0..classes.len())
+        .collect();
+    let records = (0..classes.len())
         .filter(|&c| at_risk[c])
         .map(|c| classes.size(c))
-        .sum()
+        .sum();
+    (per_requirement, records)
 }
 
 #[cfg(test)]
