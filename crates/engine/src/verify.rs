@@ -15,7 +15,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::DataType;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::codes::with_codes;
 use crate::encode::{Encoder, EquivalenceClasses, QiTable};
@@ -27,7 +27,7 @@ use crate::privacy::{Privacy, Requirement};
 use crate::spec::{JobSpec, Kind};
 
 /// What verification found for one anonymity requirement `<shield, k>`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequirementCheck {
     /// The requirement, e.g. `<{age, sex}, 10>`.
     pub requirement: String,
@@ -46,7 +46,7 @@ pub struct RequirementCheck {
 /// with what it achieves ([`PrivacyModel::achieved`]).
 ///
 /// [`PrivacyModel::achieved`]: crate::privacy::PrivacyModel::achieved
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelCheck {
     /// The model, e.g. `t-closeness (t = 0.2, equal distance) on `salary``.
     pub model: String,
@@ -55,7 +55,7 @@ pub struct ModelCheck {
 }
 
 /// What verification found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verified {
     /// Published classes (distinct published tuples).
     pub classes: usize,

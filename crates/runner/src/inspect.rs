@@ -39,9 +39,13 @@ pub struct InspectArgs {
     /// job's k, else 2, 5 and 10.
     #[arg(long)]
     k: Vec<usize>,
-    /// Input format (`parquet` or `csv`), default from the file extension.
+    /// Input format (`parquet`, `csv` or `delta`), default from the file
+    /// extension (a directory with a `_delta_log` is a Delta table).
     #[arg(long)]
     format: Option<String>,
+    /// The version of a Delta table to read (default its latest).
+    #[arg(long, value_name = "N")]
+    version: Option<i64>,
     /// CSV delimiter, e.g. ';'.
     #[arg(long)]
     delimiter: Option<String>,
@@ -110,6 +114,12 @@ struct Inspection {
     rows: u64,
     columns: Vec<Column>,
     risk: Option<Risk>,
+    /// A Delta table: the version read and every version with its
+    /// certificate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delta_version: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delta_history: Option<Vec<crate::delta::Release>>,
 }
 
 /// Runs `kanon inspect`.
@@ -165,8 +175,14 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
     }
     risk_spec.validate()?;
     if args.config.is_none() {
+        // As with a job: `KANON_STORAGE_*` first, then the flags.
+        let mut overrides: Vec<_> = crate::config::env_overrides(std::env::vars())
+            .into_iter()
+            .filter(|o| o.key.starts_with("storage."))
+            .collect();
+        overrides.extend(args.storage.overrides());
         let mut doc = toml::Table::new();
-        crate::config::apply_overrides(&mut doc, &args.storage.overrides())?;
+        crate::config::apply_overrides(&mut doc, &overrides)?;
         if let Some(t) = doc.remove("storage") {
             storage_spec = t.try_into().context("storage settings")?;
         }
@@ -192,6 +208,9 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
     if args.format.is_some() {
         input_spec.format = args.format.clone();
     }
+    if args.version.is_some() {
+        input_spec.version = args.version;
+    }
     if args.delimiter.is_some() {
         input_spec.delimiter = args.delimiter.clone();
     }
@@ -200,7 +219,20 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
     }
     let storage = Storage::new(&storage_spec);
     let location = Location::parse(&args.file)?;
-    let dataset = Dataset::open(&storage, &location, &input_spec)?;
+    let delta = match input_spec.format.as_deref() {
+        Some("delta") => true,
+        None => crate::dataset::is_delta_table(&storage, &location)?,
+        Some(_) => false,
+    };
+    let (dataset, history) = match delta {
+        true => {
+            let table = crate::delta::Table::at(&storage, &location)?;
+            let history = crate::delta::history(&storage, &table)?;
+            let dataset = Dataset::open_delta(&storage, &location, input_spec.version, true)?;
+            (dataset, Some((table, history)))
+        }
+        false => (Dataset::open(&storage, &location, &input_spec)?, None),
+    };
     let columns = dataset
         .schema
         .fields()
@@ -305,10 +337,18 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         rows,
         columns,
         risk,
+        delta_version: dataset.delta_version,
+        delta_history: history.as_ref().map(|(_, h)| h.clone()),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some((table, history)) = &history {
+        crate::delta::print_history(table, history);
+        if let Some(v) = report.delta_version {
+            println!("Version {v} read below.");
+        }
     }
     println!(
         "{}: {} file(s), {}, {} bytes, {} rows, {} columns",

@@ -11,8 +11,10 @@
 
 mod anonymize;
 mod artefact;
+mod certificate;
 mod config;
 mod dataset;
+mod delta;
 mod exit;
 mod generate;
 mod inspect;
@@ -183,6 +185,7 @@ where
     };
     let ui = Ui::init(cli.quiet, cli.verbose, cli.log_format);
     ops::install_interrupts();
+    storage::install_tls_provider();
     let result = match cli.command {
         Command::Anonymize(args) => anonymize::run(&args, &ui),
         Command::Verify(args) => verify::run(&args, &ui),

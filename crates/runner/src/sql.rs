@@ -29,8 +29,10 @@ pub struct SqlArgs {
     /// The query, e.g. "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\"')".
     pub query: String,
     /// Register a table as NAME=PATH: a Parquet or CSV file (by extension),
-    /// a directory of Parquet files, or an s3:// object or prefix (a prefix
-    /// ends with `/`). Repeat for more tables.
+    /// a directory of Parquet files, a Delta table (a directory or prefix
+    /// with a `_delta_log`, at its latest version; `INSERT INTO` it commits),
+    /// or an s3:// object or prefix (a prefix ends with `/`). Repeat for
+    /// more tables.
     #[arg(long = "table", short = 't', value_name = "NAME=PATH")]
     pub tables: Vec<String>,
     /// Field delimiter of CSV tables (one character), default `,`.
@@ -181,6 +183,19 @@ async fn register(
     .with_context(|| format!("cannot register table {} from {url}", t.name))
 }
 
+/// Registers a Delta table (its latest version) through delta-rs's
+/// provider, which also takes `INSERT INTO` (a Delta commit).
+fn register_delta(ctx: &SessionContext, storage: &Storage, t: &TableArg) -> Result<()> {
+    let table = crate::delta::Table::at(storage, &t.location)?;
+    let dt = table.load_existing(storage, None)?;
+    let provider = storage
+        .block_on(async { dt.table_provider().await })
+        .with_context(|| format!("cannot read Delta table {} ({})", t.name, t.location))?;
+    ctx.register_table(t.name.as_str(), provider)
+        .with_context(|| format!("cannot register table {}", t.name))?;
+    Ok(())
+}
+
 /// The exit code of a failed query: a plan error is the user's (2), an
 /// unsatisfiable model is 3, a memory limit or I/O failure 4, the rest 2.
 fn code_of(e: &DataFusionError) -> u8 {
@@ -235,7 +250,11 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
     kanon_datafusion::register_with(&ctx, options)
         .context("cannot register kanon's SQL functions (check --allow-dir)")?;
     for t in &tables {
-        rt.block_on(register(&ctx, &storage, t, args))?;
+        if crate::dataset::is_delta_table(&storage, &t.location)? {
+            register_delta(&ctx, &storage, t)?;
+        } else {
+            rt.block_on(register(&ctx, &storage, t, args))?;
+        }
     }
     let planned = rt.block_on(async {
         let df = ctx.sql(&args.query).await?;
@@ -254,6 +273,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
                 zstd_level: 3,
                 overwrite: args.overwrite,
                 metadata: provenance(),
+                direct: None,
             };
             let mut writer = ReleaseWriter::create(&storage, out.clone(), schema, options)?;
             while let Some(b) = rt.block_on(stream.next()) {

@@ -1,8 +1,12 @@
 //! `kanon verify`: re-check a published release against the job's privacy
 //! model, by the published labels alone. Exit 0 when it holds, 1 when not.
 //!
-//! The release may be a file, a directory or glob of parts, or an s3://
-//! object or prefix; only its QI and sensitive columns are read.
+//! The release may be a file, a directory or glob of parts, an s3://
+//! object or prefix, or a Delta table (at its latest version or
+//! `--version`); only its QI and sensitive columns are read. On a Delta
+//! table the privacy certificate of every kanon commit still in the table is
+//! re-checked too: the rows that commit added must achieve what its
+//! certificate claims.
 
 use std::process::ExitCode;
 
@@ -28,6 +32,10 @@ pub struct VerifyArgs {
     /// s3:// URL).
     #[arg(long, short = 'i')]
     input: String,
+    /// The version of a Delta table to check (default its latest); its
+    /// certificates are re-checked against the data of their commits too.
+    #[arg(long, value_name = "N")]
+    version: Option<i64>,
 }
 
 /// Runs `kanon verify`.
@@ -36,7 +44,67 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     let privacy = Privacy::from_spec(&job.spec)?;
     let storage = Storage::new(&job.spec.storage);
     let location = Location::parse(&args.input)?;
-    let dataset = Dataset::open(&storage, &location, &InputSpec::default())?;
+    let delta = args.version.is_some() || crate::dataset::is_delta_table(&storage, &location)?;
+    let dataset = match delta {
+        true => Dataset::open_delta(&storage, &location, args.version, true)?,
+        false => Dataset::open(&storage, &location, &InputSpec::default())?,
+    };
+    let label = match dataset.delta_version {
+        Some(v) => format!("{location} (Delta version {v})"),
+        None => location.to_string(),
+    };
+    let mut failed = match check(&job, &privacy, &storage, &dataset, &label, ui)? {
+        Checked::Holds(v) => {
+            if !ui.quiet {
+                println!(
+                    "{label}: satisfies {} ({} rows in {} classes, smallest {})",
+                    privacy.describe(),
+                    v.published_rows,
+                    v.classes,
+                    v.smallest_class
+                );
+            }
+            tracing::info!(release = %label, rows = v.published_rows, classes = v.classes, smallest = v.smallest_class, "release verified");
+            false
+        }
+        Checked::Fails(msg) => {
+            println!("{label}: does NOT satisfy the job: {msg}");
+            tracing::warn!(release = %label, "release does not satisfy the job");
+            true
+        }
+    };
+    if let Some(version) = dataset.delta_version {
+        failed |=
+            !crate::delta::check_certificates(&storage, &job, &privacy, &location, version, ui)?;
+    }
+    Ok(match failed {
+        true => ExitCode::from(exit::VERIFY_FAILED),
+        false => ExitCode::SUCCESS,
+    })
+}
+
+/// What [`check`] found.
+pub(crate) enum Checked {
+    /// The release satisfies the job.
+    Holds(kanon_engine::verify::Verified),
+    /// It does not: why, by counts and column names.
+    Fails(String),
+}
+
+/// Checks a release (read as `dataset`, named `label` in messages) against
+/// the job by its published labels: no identifying column, pseudonyms only
+/// in pseudonymised columns, every privacy model.
+///
+/// # Errors
+/// Read failures; a release whose columns do not fit the job.
+pub(crate) fn check(
+    job: &Job,
+    privacy: &Privacy,
+    storage: &Storage,
+    dataset: &Dataset,
+    label: &str,
+    ui: &Ui,
+) -> Result<Checked> {
     let mut columns: Vec<String> = job
         .spec
         .quasi_identifiers()
@@ -49,12 +117,10 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     // list) in the release is a violation, whatever the classes.
     let leaked = identifying_columns(&job.spec, &dataset.schema);
     if !leaked.is_empty() {
-        println!(
-            "{location}: does NOT satisfy the job: it holds identifying column(s) {}, which a release must drop",
+        return Ok(Checked::Fails(format!(
+            "it holds identifying column(s) {}, which a release must drop",
             leaked.join(", ")
-        );
-        tracing::warn!(release = %location, "release holds identifying columns");
-        return Ok(ExitCode::from(exit::VERIFY_FAILED));
+        )));
     }
     // Pseudonymised columns must hold pseudonyms only (64 hex digits):
     // anything else is a raw identifier published by mistake.
@@ -69,7 +135,7 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         .map(|a| a.name.clone())
         .collect();
     if !pseudonymised.is_empty() {
-        for batch in dataset.scan(&storage, Some(dataset.projection(&pseudonymised)), false) {
+        for batch in dataset.scan(storage, Some(dataset.projection(&pseudonymised)), false) {
             check_interrupt()?;
             let batch = batch?;
             for name in &pseudonymised {
@@ -78,13 +144,9 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
                 };
                 match kanon_engine::recode::check_pseudonymised(name, array.as_ref()) {
                     Ok(()) => {}
-                    Err(Error::VerificationFailed(msg)) => {
-                        println!("{location}: does NOT satisfy the job: {msg}");
-                        tracing::warn!(release = %location, column = %name, "release holds raw values of a pseudonymised column");
-                        return Ok(ExitCode::from(exit::VERIFY_FAILED));
-                    }
+                    Err(Error::VerificationFailed(msg)) => return Ok(Checked::Fails(msg)),
                     Err(e) => {
-                        return Err(e).with_context(|| format!("cannot check release {location}"))
+                        return Err(e).with_context(|| format!("cannot check release {label}"))
                     }
                 }
             }
@@ -92,37 +154,23 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     }
     let mut verifier =
         ReleaseVerifier::try_with_hierarchies(&job.spec, &job.hierarchies, &dataset.schema)
-            .with_context(|| format!("cannot check release {location}"))?;
+            .with_context(|| format!("cannot check release {label}"))?;
     let bar = ui.bar("verify", dataset.rows);
-    for batch in dataset.scan(&storage, Some(dataset.projection(&columns)), false) {
+    for batch in dataset.scan(storage, Some(dataset.projection(&columns)), false) {
         check_interrupt()?;
         let batch = batch?;
         verifier
             .push(&batch)
-            .with_context(|| format!("cannot check release {location}"))?;
+            .with_context(|| format!("cannot check release {label}"))?;
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
-    match verifier.finish(&privacy) {
-        Ok(v) => {
-            if !ui.quiet {
-                println!(
-                    "{location}: satisfies {} ({} rows in {} classes, smallest {})",
-                    privacy.describe(),
-                    v.published_rows,
-                    v.classes,
-                    v.smallest_class
-                );
-            }
-            tracing::info!(release = %location, rows = v.published_rows, classes = v.classes, smallest = v.smallest_class, "release verified");
-            Ok(ExitCode::SUCCESS)
-        }
+    match verifier.finish(privacy) {
+        Ok(v) => Ok(Checked::Holds(v)),
         Err(Error::VerificationFailed(msg)) => {
-            println!("{location}: does NOT satisfy {}: {msg}", privacy.describe());
-            tracing::warn!(release = %location, "release does not satisfy the privacy model");
-            Ok(ExitCode::from(exit::VERIFY_FAILED))
+            Ok(Checked::Fails(format!("{}: {msg}", privacy.describe())))
         }
-        Err(e) => Err(e).with_context(|| format!("cannot check release {location}")),
+        Err(e) => Err(e).with_context(|| format!("cannot check release {label}")),
     }
 }
 

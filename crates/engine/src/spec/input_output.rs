@@ -11,8 +11,12 @@ use serde::{Deserialize, Serialize};
 pub struct InputSpec {
     /// A path or URL.
     pub path: Option<String>,
-    /// `csv` or `parquet`; inferred from the file extension when absent.
+    /// `csv`, `parquet` or `delta` (a Delta Lake table); inferred from the
+    /// file extension when absent.
     pub format: Option<String>,
+    /// A Delta input: the table version to read; default the latest.
+    #[serde(default)]
+    pub version: Option<i64>,
     /// CSV field delimiter (one character), default `,`.
     pub delimiter: Option<String>,
     /// Whether the CSV has a header row, default true.
@@ -39,6 +43,19 @@ pub struct InputSpec {
 pub struct OutputSpec {
     /// A path or URL.
     pub path: Option<String>,
+    /// `parquet` (default) or `delta`: a Delta Lake table at `path`, the
+    /// release committed as one transaction with its privacy certificate.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// How a Delta release meets an existing table: `create` (default: the
+    /// table must not exist), `append`, `overwrite` (every row replaced), or
+    /// `replace-partition` (the rows of `partition` replaced).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// A Delta release's partition: constant partition columns and their
+    /// values, e.g. `{ release_date = "2026-11-24" }`.
+    #[serde(default)]
+    pub partition: Option<std::collections::BTreeMap<String, String>>,
     /// Split the release into Parquet files of about this size (e.g.
     /// `"256MB"`); the output path is then a directory (or prefix) of
     /// `part-NNNNN.parquet` files. Default: one file.

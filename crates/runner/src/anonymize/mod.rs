@@ -35,14 +35,17 @@ use kanon_engine::verify::Verified;
 use kanon_engine::{Anonymization, Error};
 
 use crate::artefact::Artefact;
+use crate::certificate::{Certificate, InputIdentity};
 use crate::config::Job;
 use crate::dataset::Dataset;
+use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
 use crate::report::{InputTally, Sources};
 use crate::spill::Spill;
 use crate::storage::{Location, Storage};
+use crate::verify::Checked;
 use crate::JobArgs;
 
 /// Rows of the release sorted in memory at once (`output.buffer_rows`).
@@ -109,6 +112,21 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     privacy
         .check_feasible(&first.qi)
         .map_err(|e| plan.unsatisfiable(e))?;
+    let app_id = plan.delta.as_ref().and_then(|(d, _)| {
+        crate::delta::app_id(
+            &crate::certificate::job_hash(&plan.job),
+            first.fingerprint.as_deref(),
+            d,
+        )
+    });
+    if let Some((d, table)) = &plan.delta {
+        if let crate::delta::Prepared::AlreadyReleased { version } =
+            crate::delta::prepare(&plan.storage, table, d, app_id.as_deref())?
+        {
+            already_released(ui, &plan, version);
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     if args.dry_run {
         // The algorithm must exist and accept its parameters.
         kanon_engine::algorithms::by_name(spec).map_err(|e| plan.unsatisfiable(e))?;
@@ -145,6 +163,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let mut options = plan.options.clone();
     options.metadata = report::provenance(spec, &result, rows_in, fingerprint.as_deref());
     let metadata = options.metadata.clone();
+    let delta_version = dataset.delta_version;
     let (writer, release_check, labels) = pass_two(
         &plan, &dataset, rows_in, recoder, options, &privacy, &result, want_risk, ui,
     )?;
@@ -219,8 +238,35 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         return Err(e);
     }
     let rows_out = writer.rows();
-    let files = match writer.commit() {
-        Ok(files) => files,
+    let certificate = Certificate::new(
+        &plan.job,
+        &result,
+        &release_check,
+        rows_in,
+        InputIdentity {
+            fingerprint: fingerprint.clone(),
+            delta_version,
+        },
+    );
+    let committed = match &plan.delta {
+        None => writer.commit().map(Some),
+        Some(delta) => commit_delta(
+            &plan,
+            delta,
+            writer,
+            &privacy,
+            &release_check,
+            &certificate,
+            app_id.as_deref(),
+            ui,
+        ),
+    };
+    let files = match committed {
+        Ok(Some(files)) => files,
+        Ok(None) => {
+            take_back(metrics, report_file);
+            return Ok(ExitCode::SUCCESS);
+        }
         Err(e) => {
             take_back(metrics, report_file);
             return Err(e);
@@ -245,6 +291,8 @@ struct Plan {
     output: Location,
     options: ReleaseOptions,
     pseudonymiser: Pseudonymiser,
+    /// A Delta release: where and how, and the table.
+    delta: Option<(DeltaOutput, Table)>,
 }
 
 impl Plan {
@@ -283,14 +331,30 @@ impl Plan {
             .as_deref()
             .map(|s| parse_size("output.max_file_size", s))
             .transpose()?;
+        let delta = DeltaOutput::of_spec(&spec.output, &output, args.overwrite)?;
         let options = ReleaseOptions {
             max_file_bytes,
             row_group_rows: spec.output.row_group_rows.unwrap_or(1 << 20),
             zstd_level: spec.output.compression_level.unwrap_or(3),
             overwrite,
             metadata: Vec::new(),
+            direct: delta.as_ref().map(|_| crate::delta::run_token()),
         };
-        crate::release::check_destination(&storage, &output, max_file_bytes.is_some(), overwrite)?;
+        let delta = match delta {
+            None => {
+                crate::release::check_destination(
+                    &storage,
+                    &output,
+                    max_file_bytes.is_some(),
+                    overwrite,
+                )?;
+                None
+            }
+            Some(d) => {
+                let table = Table::at(&storage, &d.location)?;
+                Some((d, table))
+            }
+        };
         let pseudonymiser = job.pseudonymiser()?;
         Ok(Plan {
             job,
@@ -299,6 +363,7 @@ impl Plan {
             output,
             options,
             pseudonymiser,
+            delta,
         })
     }
 
@@ -454,12 +519,12 @@ fn pass_two<'p>(
     let out_schema = releaser.schema().clone();
     dataset.check_unchanged(&plan.storage)?;
     barrier("between-passes")?;
-    let mut writer = ReleaseWriter::create(
-        &plan.storage,
-        plan.output.clone(),
-        out_schema.clone(),
-        options,
-    )?;
+    let destination = match &plan.delta {
+        Some((d, _)) => d.data_dir(),
+        None => plan.output.clone(),
+    };
+    let mut writer =
+        ReleaseWriter::create(&plan.storage, destination, out_schema.clone(), options)?;
     let mut spill = match releaser.n_buckets() {
         1 => None,
         n => Some(Spill::create(&out_schema, n)?),
@@ -528,4 +593,140 @@ fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {
         "input {input} changed between the passes: pass 1 read {pass1} rows, pass 2 found {pass2} or more; nothing was written, run the job again"
     ))
     .into()
+}
+
+/// The end of a run whose release is already in its Delta table.
+fn already_released(ui: &Ui, plan: &Plan, version: i64) {
+    tracing::info!(output = %plan.output, table_version = version, "already released: nothing to do");
+    if !ui.quiet {
+        println!(
+            "kanon anonymize: Delta table {} already holds this job's release of this input (table at version {version}); nothing to do",
+            plan.output
+        );
+    }
+}
+
+/// Publishes a Delta release: the data files are completed in place, read
+/// back and verified against the job (they must be the release pass 2
+/// verified), and only then committed with the certificate. Returns the
+/// files, or `None` when the release was in the table already (a
+/// concurrent run committed it). Whatever fails, the data files are
+/// removed and the table is unchanged.
+#[allow(clippy::too_many_arguments)]
+fn commit_delta(
+    plan: &Plan,
+    (output, table): &(DeltaOutput, Table),
+    writer: ReleaseWriter<'_>,
+    privacy: &Privacy,
+    release_check: &Verified,
+    certificate: &Certificate,
+    app_id: Option<&str>,
+    ui: &Ui,
+) -> Result<Option<Vec<Location>>> {
+    let storage = &plan.storage;
+    let schema = writer.schema().clone();
+    let sizes = writer.file_sizes().to_vec();
+    let files = writer.commit()?;
+    let published = verify_and_commit(
+        plan,
+        output,
+        table,
+        &files,
+        &sizes,
+        &schema,
+        privacy,
+        release_check,
+        certificate,
+        app_id,
+        ui,
+    );
+    let remove = || {
+        for f in &files {
+            if let Err(e) = storage.delete(f) {
+                tracing::warn!(file = %f, error = %e, "cannot remove a data file no version references; VACUUM removes it");
+            }
+        }
+    };
+    match published {
+        Ok(Outcome::Committed { version }) => {
+            tracing::info!(output = %table.location, table_version = version, "Delta version committed");
+            if !ui.quiet {
+                println!(
+                    "  Delta table   {} version {version} ({})",
+                    table.location,
+                    output.mode.name()
+                );
+            }
+            Ok(Some(files))
+        }
+        Ok(Outcome::AlreadyReleased { version }) => {
+            remove();
+            already_released(ui, plan, version);
+            Ok(None)
+        }
+        Err(e) => {
+            remove();
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn verify_and_commit(
+    plan: &Plan,
+    output: &DeltaOutput,
+    table: &Table,
+    files: &[Location],
+    sizes: &[(u64, u64)],
+    schema: &arrow::datatypes::SchemaRef,
+    privacy: &Privacy,
+    release_check: &Verified,
+    certificate: &Certificate,
+    app_id: Option<&str>,
+    ui: &Ui,
+) -> Result<Outcome> {
+    let storage = &plan.storage;
+    barrier("delta-verify")?;
+    check_interrupt()?;
+    let dataset = Dataset::open_files(storage, &table.location, files)?;
+    let label = format!("the data files written to {}", table.location);
+    let failed = |msg: String| -> anyhow::Error {
+        Failure::new(
+            crate::exit::VERIFY_FAILED,
+            format!("{label} {msg}; nothing was committed"),
+        )
+        .into()
+    };
+    match crate::verify::check(&plan.job, privacy, storage, &dataset, &label, ui)? {
+        Checked::Holds(v)
+            if v.published_rows == release_check.published_rows
+                && v.classes == release_check.classes
+                && v.smallest_class == release_check.smallest_class => {}
+        Checked::Holds(v) => {
+            return Err(failed(format!(
+                "are not the release kanon verified ({} rows in {} classes read back, {} in {} verified)",
+                v.published_rows, v.classes, release_check.published_rows, release_check.classes
+            )))
+        }
+        Checked::Fails(msg) => return Err(failed(format!("fail verification: {msg}"))),
+    }
+    check_interrupt()?;
+    let written: Vec<WrittenFile> = files
+        .iter()
+        .zip(sizes)
+        .map(|(location, &(rows, bytes))| WrittenFile {
+            location: location.clone(),
+            rows,
+            bytes,
+        })
+        .collect();
+    crate::delta::commit(
+        storage,
+        table,
+        output,
+        schema,
+        &written,
+        certificate,
+        app_id,
+    )
 }

@@ -75,6 +75,7 @@ impl Dataset {
             csv: Some(format),
             csv_header: spec.header.unwrap_or(true),
             footer_hash: None,
+            delta_version: None,
         })
     }
 }

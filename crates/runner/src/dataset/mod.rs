@@ -99,6 +99,8 @@ pub struct Dataset {
     csv_header: bool,
     /// Hash of each Parquet file's size and footer.
     footer_hash: Option<[u8; 32]>,
+    /// The version read, when the input is a Delta table.
+    pub delta_version: Option<i64>,
 }
 
 impl Dataset {
@@ -122,11 +124,27 @@ impl Dataset {
     /// path, no matching files, an unknown format, a corrupt footer, or files
     /// whose schemas differ; I/O failures otherwise.
     pub fn open(storage: &Storage, location: &Location, spec: &InputSpec) -> Result<Dataset> {
+        let delta = match spec.format.as_deref() {
+            Some("delta") => true,
+            // A directory with a Delta log is read as the table it holds:
+            // its files also hold rows the table removed.
+            None => is_delta_table(storage, location)?,
+            Some(_) => false,
+        };
+        if delta {
+            return Self::open_delta(storage, location, spec.version, false);
+        }
+        if spec.version.is_some() {
+            return Err(Failure::bad_input(format!(
+                "`input.version` applies to Delta tables, and {location} is not one: remove it, or set `input.format = \"delta\"`"
+            ))
+            .into());
+        }
         let declared = match spec.format.as_deref() {
             None => None,
             Some(f) => Some(Format::of_name(f).ok_or_else(|| {
                 Failure::bad_input(format!(
-                    "`input.format = \"{f}\"` is not a format kanon reads: use \"parquet\" or \"csv\""
+                    "`input.format = \"{f}\"` is not a format kanon reads: use \"parquet\", \"csv\" or \"delta\""
                 ))
             })?),
         };
@@ -145,6 +163,55 @@ impl Dataset {
             Format::Parquet => Self::open_parquet(storage, location, metas, bytes),
             Format::Csv => Self::open_csv(storage, metas, bytes, spec),
         }
+    }
+
+    /// A Delta table at `version` (the latest when `None`): the Parquet
+    /// files of that version, as one Parquet dataset. Partitioned tables
+    /// are refused unless `partitioned` (their partition columns are not in
+    /// the files; `kanon verify` reads the other columns only).
+    ///
+    /// # Errors
+    /// No table, no such version, features kanon cannot read, a data file
+    /// that is missing.
+    pub fn open_delta(
+        storage: &Storage,
+        location: &Location,
+        version: Option<i64>,
+        partitioned: bool,
+    ) -> Result<Dataset> {
+        let table = crate::delta::Table::at(storage, location)?;
+        let dt = table.load_existing(storage, version)?;
+        let files = crate::delta::data_files(&dt, location, partitioned)?;
+        if files.is_empty() {
+            return Err(Failure::bad_input(format!(
+                "Delta table {location} has no rows at version {}: there is nothing to read",
+                crate::delta::version_of(&dt)
+            ))
+            .into());
+        }
+        let mut ds = Self::open_files(storage, location, &files)?;
+        ds.delta_version = Some(crate::delta::version_of(&dt));
+        Ok(ds)
+    }
+
+    /// Parquet files given one by one, read as one dataset named `label`.
+    ///
+    /// # Errors
+    /// A missing file; as [`Dataset::open`] for Parquet.
+    pub fn open_files(storage: &Storage, label: &Location, files: &[Location]) -> Result<Dataset> {
+        let metas = files
+            .iter()
+            .map(|f| {
+                storage.head(f)?.ok_or_else(|| {
+                    Failure::bad_input(format!(
+                        "{f}, a data file of {label}, is missing: the table is damaged or was vacuumed meanwhile"
+                    ))
+                    .into()
+                })
+            })
+            .collect::<Result<Vec<FileMeta>>>()?;
+        let bytes = metas.iter().map(|m| m.size).sum();
+        Self::open_parquet(storage, label, metas, bytes)
     }
 
     /// Column indices of `names` in the schema (names missing from it are
@@ -188,6 +255,20 @@ impl Dataset {
             Format::Csv => csv_hash?,
         };
         Some(format!("sha256:{}", hex(&h)))
+    }
+}
+
+/// Whether `location` is a Delta table (local directory or S3 prefix with a
+/// `_delta_log`).
+pub(crate) fn is_delta_table(storage: &Storage, location: &Location) -> Result<bool> {
+    match location {
+        Location::Local(p) => Ok(p.join("_delta_log").is_dir()),
+        Location::S3 { key, .. }
+            if key.contains(['*', '?', '[']) || Format::of_path(key).is_some() =>
+        {
+            Ok(false)
+        }
+        Location::S3 { .. } => storage.any_under(&location.join("_delta_log")),
     }
 }
 

@@ -101,6 +101,7 @@ impl Dataset {
             csv: None,
             csv_header: false,
             footer_hash: Some(hasher.finalize().into()),
+            delta_version: None,
         })
     }
 }

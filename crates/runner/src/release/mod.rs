@@ -68,6 +68,11 @@ pub struct ReleaseOptions {
     pub overwrite: bool,
     /// Key-value metadata of every file (provenance).
     pub metadata: Vec<(String, String)>,
+    /// Write the files straight into the destination directory as
+    /// `part-NNNNN-<token>.zstd.parquet`, names no other run uses, with
+    /// nothing renamed on commit: the data files of a Delta table, which
+    /// its log publishes (crate::delta). Uncommitted, they are removed.
+    pub direct: Option<String>,
 }
 
 /// Row groups are also closed at this estimated size.

@@ -35,6 +35,12 @@ pub struct ReleaseWriter<'a> {
     current: Option<ArrowWriter<Sink<'a>>>,
     /// Files closed so far (footer written), not committed.
     closed: Vec<Location>,
+    /// Rows and bytes of each closed file.
+    closed_sizes: Vec<(u64, u64)>,
+    /// Rows written to the open file.
+    current_rows: u64,
+    /// Direct files created on the local disk, removed unless committed.
+    direct_paths: Vec<PathBuf>,
     /// Every upload started, to complete on commit or abort on drop.
     uploads: Vec<SharedUpload<'a>>,
     /// Single local file: its temporary path.
@@ -58,12 +64,14 @@ impl<'a> ReleaseWriter<'a> {
         schema: SchemaRef,
         options: ReleaseOptions,
     ) -> Result<Self> {
-        check_destination(
-            storage,
-            &dest,
-            options.max_file_bytes.is_some(),
-            options.overwrite,
-        )?;
+        if options.direct.is_none() {
+            check_destination(
+                storage,
+                &dest,
+                options.max_file_bytes.is_some(),
+                options.overwrite,
+            )?;
+        }
         let level = ZstdLevel::try_new(options.zstd_level).map_err(|_| {
             Failure::bad_input(format!(
                 "`output.compression_level = {}` is not a zstd level: use 1 to 22",
@@ -94,6 +102,9 @@ impl<'a> ReleaseWriter<'a> {
             schema,
             current: None,
             closed: Vec::new(),
+            closed_sizes: Vec::new(),
+            current_rows: 0,
+            direct_paths: Vec::new(),
             uploads: Vec::new(),
             tmp_file: None,
             tmp_dir: None,
@@ -110,7 +121,12 @@ impl<'a> ReleaseWriter<'a> {
     }
 
     fn part_location(&self) -> Location {
-        if self.split() {
+        if let Some(token) = &self.options.direct {
+            self.dest.join(&format!(
+                "part-{:05}-{token}.zstd.parquet",
+                self.closed.len()
+            ))
+        } else if self.split() {
             self.dest
                 .join(&format!("part-{:05}.parquet", self.closed.len()))
         } else {
@@ -129,7 +145,17 @@ impl<'a> ReleaseWriter<'a> {
                 std::fs::create_dir_all(&parent).with_context(|| {
                     format!("cannot create output directory {}", parent.display())
                 })?;
-                let file = if self.split() {
+                let file = if let (Some(_), Location::Local(path)) =
+                    (&self.options.direct, &location)
+                {
+                    std::fs::create_dir_all(dest).with_context(|| {
+                        format!("cannot create output directory {}", dest.display())
+                    })?;
+                    let file = File::create_new(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    self.direct_paths.push(path.clone());
+                    file
+                } else if self.split() {
                     if self.tmp_dir.is_none() {
                         self.tmp_dir = Some(
                             tempfile::Builder::new()
@@ -163,7 +189,8 @@ impl<'a> ReleaseWriter<'a> {
             }
             Location::S3 { bucket, .. } => {
                 let store: Arc<dyn ObjectStore> = self.storage.s3(bucket)?;
-                let staged = (!self.options.overwrite).then(|| staging_key(&location));
+                let staged = (!self.options.overwrite && self.options.direct.is_none())
+                    .then(|| staging_key(&location));
                 let path = staged
                     .as_ref()
                     .unwrap_or(&location)
@@ -209,6 +236,7 @@ impl<'a> ReleaseWriter<'a> {
         w.write(batch)
             .with_context(|| format!("cannot write the release to {}", self.dest))?;
         self.rows += batch.num_rows() as u64;
+        self.current_rows += batch.num_rows() as u64;
         if let Some(max) = self.options.max_file_bytes {
             if (w.bytes_written() + w.in_progress_size()) as u64 >= max {
                 self.close_current()?;
@@ -227,6 +255,8 @@ impl<'a> ReleaseWriter<'a> {
             .into_inner()
             .with_context(|| format!("cannot finish the release file {location}"))?;
         self.bytes += sink.written;
+        self.closed_sizes
+            .push((std::mem::take(&mut self.current_rows), sink.written));
         match sink.target {
             Target::Local(b) => {
                 let f = b
@@ -256,6 +286,16 @@ impl<'a> ReleaseWriter<'a> {
         &self.closed
     }
 
+    /// The schema of the files.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The rows and bytes of each file of [`ReleaseWriter::files`].
+    pub fn file_sizes(&self) -> &[(u64, u64)] {
+        &self.closed_sizes
+    }
+
     /// Rows written.
     pub fn rows(&self) -> u64 {
         self.rows
@@ -274,6 +314,9 @@ impl<'a> ReleaseWriter<'a> {
     /// `overwrite`); rename or upload failures.
     pub fn commit(mut self) -> Result<Vec<Location>> {
         self.close_current()?;
+        if self.options.direct.is_some() {
+            return self.commit_direct();
+        }
         let split = self.split();
         // Re-check: another job may have written the destination meanwhile.
         destination_free(self.storage, &self.dest, split, self.options.overwrite)?;
@@ -358,10 +401,34 @@ impl<'a> ReleaseWriter<'a> {
     }
 }
 
+impl ReleaseWriter<'_> {
+    /// Direct files: complete the uploads (the files are then in place,
+    /// published by nothing yet).
+    fn commit_direct(mut self) -> Result<Vec<Location>> {
+        let files = self.closed.clone();
+        for (i, u) in self.uploads.iter().enumerate() {
+            if let Err(e) = u.lock().expect("upload lock").complete() {
+                for l in &files[..i] {
+                    let _ = self.storage.delete(l);
+                }
+                return Err(e);
+            }
+        }
+        if let Location::Local(dest) = &self.dest {
+            sync_parent(&dest.join("x"));
+        }
+        self.committed = true;
+        Ok(files)
+    }
+}
+
 impl Drop for ReleaseWriter<'_> {
     fn drop(&mut self) {
         if self.committed {
             return;
+        }
+        for p in &self.direct_paths {
+            let _ = std::fs::remove_file(p);
         }
         // Temporary local files and directories remove themselves; uploads
         // must be aborted so that no parts stay behind.

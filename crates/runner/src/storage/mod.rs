@@ -216,3 +216,10 @@ impl std::io::Read for StreamReader<'_> {
         Ok(n)
     }
 }
+
+/// Makes ring the process's TLS provider. Two providers are linked (ring,
+/// which object_store and the AWS SDK use, and aws-lc-rs, which delta-rs's
+/// kernel turns on), and rustls then refuses to pick one by itself.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, ObjectMeta, ObjectStore, ObjectStoreExt, RetryConfig};
@@ -177,6 +177,20 @@ impl Storage {
             .map_err(|e| s3_error(e, loc))?;
         metas.sort_by(|a, b| a.location.as_ref().cmp(b.location.as_ref()));
         Ok(metas.into_iter().map(|m| meta_of(bucket, m)).collect())
+    }
+
+    /// Whether any object lies under the prefix `loc` (one list request).
+    pub fn any_under(&self, loc: &Location) -> Result<bool> {
+        let Location::S3 { bucket, key } = loc else {
+            unreachable!("any_under() on a local path")
+        };
+        let store = self.s3(bucket)?;
+        let prefix = ObjectPath::from(key.trim_end_matches('/'));
+        let first = self
+            .block_on(async { store.list(Some(&prefix)).next().await })
+            .transpose()
+            .map_err(|e| s3_error(e, loc))?;
+        Ok(first.is_some())
     }
 
     /// Removes the objects directly under `dir` (a key prefix ending in `/`,

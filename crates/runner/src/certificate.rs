@@ -1,0 +1,162 @@
+//! The privacy certificate of a release: what was asked (model and
+//! parameters, algorithm and seed, the job's hash), what the verified
+//! release achieves (k and l per requirement and model, rows suppressed) and
+//! what it was made from (the input's fingerprint, and its table version
+//! when the input is a Delta table), with the kanon version.
+//!
+//! One certificate is written with every release: in the commit info of a
+//! Delta commit (under [`COMMIT_INFO_KEY`]), and in `_kanon_release.json`
+//! beside a Parquet release, so that readers other than kanon can check a
+//! release's claims. `kanon verify` re-checks it against the data.
+//!
+//! The certificate names attributes, never values of records.
+
+use kanon_engine::spec::JobSpec;
+use kanon_engine::verify::Verified;
+use kanon_engine::Anonymization;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::Job;
+
+/// The key of the certificate in a Delta commit's `commitInfo`.
+pub const COMMIT_INFO_KEY: &str = "kanon.certificate";
+
+/// The certificate of one release (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Certificate {
+    /// The kanon version that made the release.
+    pub kanon_version: String,
+    /// `sha256:` of the job: its settings after overrides and the contents
+    /// of its hierarchy files ([`job_hash`]).
+    pub job_hash: String,
+    /// The algorithm, its parameters and its seed.
+    pub algorithm: String,
+    pub algorithm_params: serde_json::Value,
+    pub seed: u64,
+    /// The privacy model and its parameters, as the job states them.
+    pub privacy: serde_json::Value,
+    /// The quasi-identifiers and sensitive attributes, by name.
+    pub quasi_identifiers: Vec<String>,
+    pub sensitive: Vec<String>,
+    /// Rows read, published, and withheld (by the algorithm and for nulls
+    /// in quasi-identifiers).
+    pub rows_in: u64,
+    pub rows_published: u64,
+    pub rows_suppressed: u64,
+    /// What the verification of the released rows found: k achieved per
+    /// requirement, every per-class model with what it achieves.
+    pub verified: Verified,
+    /// The l-diversity achieved in each sensitive column.
+    pub l_achieved: Vec<LAchieved>,
+    /// What the release was made from.
+    pub input: InputIdentity,
+}
+
+/// The l-diversity achieved in one sensitive column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LAchieved {
+    pub column: String,
+    pub distinct_l: usize,
+    pub entropy_l: f64,
+}
+
+/// The input of a release, without its location.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InputIdentity {
+    /// `sha256:` of the Parquet footers or of the CSV bytes.
+    pub fingerprint: Option<String>,
+    /// The version of the input Delta table read.
+    pub delta_version: Option<i64>,
+}
+
+impl Certificate {
+    /// The certificate of a verified release of `job`.
+    pub fn new(
+        job: &Job,
+        result: &Anonymization,
+        verified: &Verified,
+        rows_in: u64,
+        input: InputIdentity,
+    ) -> Certificate {
+        let spec = &job.spec;
+        let names = |it: &mut dyn Iterator<Item = &kanon_engine::spec::AttributeSpec>| {
+            it.map(|a| a.name.clone()).collect::<Vec<_>>()
+        };
+        Certificate {
+            kanon_version: env!("CARGO_PKG_VERSION").into(),
+            job_hash: job_hash(job),
+            algorithm: result.algorithm.clone(),
+            algorithm_params: serde_json::to_value(&spec.algorithm).unwrap_or_default(),
+            seed: spec.algorithm.seed,
+            privacy: serde_json::to_value(&spec.privacy).unwrap_or_default(),
+            quasi_identifiers: names(&mut spec.quasi_identifiers()),
+            sensitive: names(&mut spec.sensitive()),
+            rows_in,
+            rows_published: verified.published_rows as u64,
+            rows_suppressed: (verified.suppressed_rows + verified.excluded_rows) as u64,
+            verified: verified.clone(),
+            l_achieved: result
+                .report
+                .sensitive
+                .iter()
+                .map(|d| LAchieved {
+                    column: d.name.clone(),
+                    distinct_l: d.distinct_l,
+                    entropy_l: d.entropy_l,
+                })
+                .collect(),
+            input,
+        }
+    }
+}
+
+/// `sha256:` of a job: its settings after every override (the output's
+/// location and mode excluded, so a job's identity does not depend on where
+/// it writes) and the bytes of its hierarchy files, in name order.
+pub fn job_hash(job: &Job) -> String {
+    spec_hash(&job.spec, |path| {
+        job.hierarchies
+            .get(path)
+            .map(|h| tree_text(h))
+            .unwrap_or_default()
+    })
+}
+
+fn spec_hash(spec: &JobSpec, hierarchy: impl Fn(&str) -> String) -> String {
+    let mut spec = spec.clone();
+    spec.output = Default::default();
+    let mut h = Sha256::new();
+    h.update(serde_json::to_vec(&spec).expect("a job serialises"));
+    let mut paths: Vec<&str> = spec
+        .attributes
+        .iter()
+        .filter_map(|a| a.hierarchy.as_deref())
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    for p in paths {
+        h.update(p.as_bytes());
+        h.update(hierarchy(p).as_bytes());
+    }
+    format!("sha256:{}", hex(&h.finalize()))
+}
+
+/// Every node of a hierarchy with its parent, level by level: its content,
+/// whatever the file's layout.
+fn tree_text(h: &kanon_engine::hierarchy::Hierarchy) -> String {
+    let mut out = String::new();
+    for level in 0..=h.height() {
+        for node in h.nodes_at(kanon_engine::hierarchy::Level(level)) {
+            out.push_str(h.label(node));
+            out.push('\u{1f}');
+            out.push_str(h.label(h.parent(node)));
+            out.push('\u{1e}');
+        }
+    }
+    out
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
