@@ -111,6 +111,34 @@ impl Certificate {
     }
 }
 
+/// How the figures a release's rows achieve (`found`) differ from those its
+/// certificate claims: rows, classes, the smallest class, the k of each
+/// requirement. Empty when the certificate holds.
+pub fn discrepancies(found: &Verified, claimed: &Verified) -> Vec<String> {
+    let mut out = Vec::new();
+    if found.published_rows != claimed.published_rows {
+        out.push(format!(
+            "{} rows published, the certificate says {}",
+            found.published_rows, claimed.published_rows
+        ));
+    }
+    if found.classes != claimed.classes || found.smallest_class != claimed.smallest_class {
+        out.push(format!(
+            "{} classes, smallest {}; the certificate says {} classes, smallest {}",
+            found.classes, found.smallest_class, claimed.classes, claimed.smallest_class
+        ));
+    }
+    for (f, k) in found.requirements.iter().zip(&claimed.requirements) {
+        if f.requirement == k.requirement && f.achieved_k != k.achieved_k {
+            out.push(format!(
+                "{} achieves k = {}, the certificate says {}",
+                f.requirement, f.achieved_k, k.achieved_k
+            ));
+        }
+    }
+    out
+}
+
 /// `sha256:` of a job: its settings after every override (the output's
 /// location and mode excluded, so a job's identity does not depend on where
 /// it writes) and the bytes of its hierarchy files, in name order.

@@ -53,6 +53,7 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         Some(v) => format!("{location} (Delta version {v})"),
         None => location.to_string(),
     };
+    let mut verified = None;
     let mut failed = match check(&job, &privacy, &storage, &dataset, &label, ui)? {
         Checked::Holds(v) => {
             if !ui.quiet {
@@ -65,6 +66,7 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
                 );
             }
             tracing::info!(release = %label, rows = v.published_rows, classes = v.classes, smallest = v.smallest_class, "release verified");
+            verified = Some(v);
             false
         }
         Checked::Fails(msg) => {
@@ -76,11 +78,95 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     if let Some(version) = dataset.delta_version {
         failed |=
             !crate::delta::check_certificates(&storage, &job, &privacy, &location, version, ui)?;
+    } else {
+        failed |= !check_manifest(&storage, &location, &dataset, verified.as_ref(), ui)?;
     }
     Ok(match failed {
         true => ExitCode::from(exit::VERIFY_FAILED),
         false => ExitCode::SUCCESS,
     })
+}
+
+/// Checks a Parquet release against its manifest, when it has one: the
+/// files it lists are the release's files with their sizes, and the
+/// certificate's claims are what the rows achieve (`verified`, when they
+/// satisfy the job). Prints what it found; returns whether it held.
+///
+/// # Errors
+/// A manifest that cannot be read or parsed.
+fn check_manifest(
+    storage: &Storage,
+    location: &Location,
+    dataset: &Dataset,
+    verified: Option<&kanon_engine::verify::Verified>,
+    ui: &Ui,
+) -> Result<bool> {
+    let split = match location {
+        Location::Local(p) => p.is_dir(),
+        Location::S3 { key, .. } => key.is_empty() || key.ends_with('/') || dataset.n_files() > 1,
+    };
+    let at = crate::release::manifest_location(location, split);
+    if storage.head(&at)?.is_none() {
+        if !ui.quiet {
+            println!("  no manifest ({at} is missing): the files were not checked against one");
+        }
+        return Ok(true);
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut storage.open_read(&at)?, &mut bytes)
+        .with_context(|| format!("cannot read the manifest {at}"))?;
+    let manifest: crate::release::Manifest = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{at} is not a kanon release manifest"))?;
+    let mut listed: Vec<(String, u64)> = manifest
+        .files
+        .iter()
+        .map(|f| (location_of(location, split, &f.name).to_string(), f.bytes))
+        .collect();
+    let mut found: Vec<(String, u64)> = dataset
+        .file_sizes()
+        .into_iter()
+        .map(|(l, size)| (l.to_string(), size))
+        .collect();
+    listed.sort();
+    found.sort();
+    let mut problems = Vec::new();
+    if listed != found {
+        problems.push(format!(
+            "its files are not the {} file(s) the manifest lists with their sizes (missing, extra, or of another size: a partial copy or a changed release)",
+            manifest.files.len()
+        ));
+    }
+    if let Some(v) = verified {
+        problems.extend(crate::certificate::discrepancies(
+            v,
+            &manifest.certificate.verified,
+        ));
+    }
+    if problems.is_empty() {
+        if !ui.quiet {
+            println!(
+                "  manifest holds: {} file(s), {} rows, the certificate's figures match (kanon {}, {} seed {})",
+                manifest.files.len(),
+                manifest.rows,
+                manifest.certificate.kanon_version,
+                manifest.certificate.algorithm,
+                manifest.certificate.seed
+            );
+        }
+        return Ok(true);
+    }
+    println!(
+        "  manifest {at} does NOT match the release: {}",
+        problems.join("; ")
+    );
+    Ok(false)
+}
+
+fn location_of(release: &Location, split: bool, name: &str) -> Location {
+    match split {
+        true => release.join(name),
+        false => release.clone(),
+    }
 }
 
 /// What [`check`] found.

@@ -93,7 +93,29 @@ fn the_bundled_adult_job_runs_and_verifies() {
     assert_eq!(md["kanon.rows_in"], "30162");
     assert!(md["kanon.privacy"].contains("\"k\":10"));
     // Nothing but the release in the directory.
-    assert_eq!(ls(dir.path()), vec!["adult-k10.parquet"]);
+    // The release and its manifest (hidden from readers by its `_`).
+    assert_eq!(
+        ls(dir.path()),
+        vec!["_adult-k10.parquet.kanon_release.json", "adult-k10.parquet"]
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("_adult-k10.parquet.kanon_release.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["files"][0]["name"], "adult-k10.parquet");
+    assert_eq!(
+        manifest["files"][0]["bytes"],
+        std::fs::metadata(dir.path().join("adult-k10.parquet"))
+            .unwrap()
+            .len()
+    );
+    assert_eq!(manifest["certificate"]["privacy"]["k"], 10);
+    assert!(
+        manifest["certificate"]["verified"]["smallest_class"]
+            .as_u64()
+            .unwrap()
+            >= 10
+    );
     let o = run(kanon()
         .args(["verify", "--config", "configs/adult.toml", "--input"])
         .arg(&out));
@@ -309,8 +331,11 @@ fn split_release_files_verify_as_one() {
         .arg(&out)
         .args(["--set", "output.row_group_rows=4096"]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let files = ls(&out);
-    assert!(files.len() > 1, "{files:?}");
+    let mut files = ls(&out);
+    assert!(files.len() > 3, "{files:?}");
+    // The manifest, then the commit marker, beside the parts.
+    assert_eq!(files.remove(0), "_SUCCESS");
+    assert_eq!(files.remove(0), "_kanon_release.json");
     assert!(files
         .iter()
         .all(|f| f.starts_with("part-") && f.ends_with(".parquet")));
@@ -352,7 +377,10 @@ fn split_release_files_verify_as_one() {
         ])
         .arg(&out));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(ls(&out), vec!["part-00000.parquet"]);
+    assert_eq!(
+        ls(&out),
+        vec!["_SUCCESS", "_kanon_release.json", "part-00000.parquet"]
+    );
     assert_eq!(ls(dir.path()), vec!["release"]);
 }
 
@@ -989,7 +1017,10 @@ fn output_exists() {
         .arg(&out));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(read_parquet(&out).num_rows(), 30162);
-    assert_eq!(ls(dir.path()), vec!["o.parquet"]);
+    assert_eq!(
+        ls(dir.path()),
+        vec!["_o.parquet.kanon_release.json", "o.parquet"]
+    );
 }
 
 #[test]
@@ -1119,4 +1150,68 @@ fn a_dry_run_refuses_to_be_asked_for_a_report_or_metrics() {
         assert!(err.contains("--dry-run") && err.contains(flag), "{err}");
     }
     assert_eq!(ls(dir.path()), ["job.toml"]);
+}
+
+/// A Parquet release's manifest names its files and certificate; `kanon
+/// verify` checks the release against it, which catches a partial copy and
+/// a release swapped for another one that also satisfies the job.
+#[test]
+fn the_manifest_is_checked_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.parquet");
+    let parts = dir.path().join("parts");
+    let other = dir.path().join("k20.parquet");
+    for (out, extra) in [
+        (&one, vec![]),
+        (
+            &parts,
+            vec![
+                "--max-file-size",
+                "40kB",
+                "--set",
+                "output.row_group_rows=4096",
+            ],
+        ),
+        (&other, vec!["--set", "privacy.k=20"]),
+    ] {
+        let o = run(kanon()
+            .args(["anonymize", "-q", "-c", "configs/adult.toml", "-o"])
+            .arg(out)
+            .args(&extra));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    }
+    let verify = |release: &std::path::Path| {
+        run(kanon()
+            .args(["verify", "-c", "configs/adult.toml", "-i"])
+            .arg(release))
+    };
+    for release in [&one, &parts] {
+        let o = verify(release);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        assert!(stdout(&o).contains("manifest holds"), "{}", show(&o));
+    }
+    // Another release that satisfies k = 10 too, in place of this one: only
+    // the manifest tells.
+    std::fs::copy(&other, &one).unwrap();
+    let o = verify(&one);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(stdout(&o).contains("satisfies k-anonymity"), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("does NOT match the release"),
+        "{}",
+        show(&o)
+    );
+    // A partial copy: one part missing.
+    let part = ls(&parts)
+        .into_iter()
+        .find(|f| f.starts_with("part-"))
+        .unwrap();
+    std::fs::remove_file(parts.join(part)).unwrap();
+    let o = verify(&parts);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("does NOT match the release"),
+        "{}",
+        show(&o)
+    );
 }

@@ -643,6 +643,7 @@ fn what_a_killed_run_leaves_is_named_and_cleaned_by_the_next_run() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let mut want: Vec<String> = keep.to_vec();
     want.push("release.parquet".into());
+    want.push("_release.parquet.kanon_release.json".into());
     want.sort();
     assert_eq!(ls(&out_dir), want);
 }

@@ -66,7 +66,9 @@ fn python_readers_read_releases_of_a_pandas_input() {
         let rows = if out.is_dir() {
             std::fs::read_dir(&out)
                 .unwrap()
-                .map(|e| read_parquet(&e.unwrap().path()).num_rows())
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+                .map(|p| read_parquet(&p).num_rows())
                 .sum::<usize>()
         } else {
             read_parquet(&out).num_rows()

@@ -166,7 +166,13 @@ fn anonymize_writes_the_report_with_the_release_and_never_without() {
     assert!(read(&report).contains("verified"));
     assert_eq!(
         ls(dir.path()),
-        ["adult.parquet", "job.toml", "metrics.json", "report.html"]
+        [
+            "_adult.parquet.kanon_release.json",
+            "adult.parquet",
+            "job.toml",
+            "metrics.json",
+            "report.html"
+        ]
     );
 }
 

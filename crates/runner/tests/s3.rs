@@ -39,7 +39,10 @@ fn multi_file_dataset_from_a_bucket_to_a_verified_release_in_the_bucket() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(
         m.keys("lake", "releases/"),
-        vec!["releases/adult-k10.parquet"]
+        vec![
+            "releases/_adult-k10.parquet.kanon_release.json",
+            "releases/adult-k10.parquet"
+        ]
     );
     assert!(m.pending_uploads("lake").is_empty());
     let release = m.get("lake", "releases/adult-k10.parquet");
@@ -112,8 +115,12 @@ fn glob_input_and_a_split_release_under_a_prefix() {
         "output.row_group_rows=4096",
     ]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let keys = m.keys("lake", "releases/split/");
-    assert!(keys.len() > 1, "{keys:?}");
+    let mut keys = m.keys("lake", "releases/split/");
+    assert!(keys.len() > 3, "{keys:?}");
+    assert_eq!(keys.remove(0), "releases/split/_SUCCESS");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&m.get("lake", &keys.remove(0))).unwrap();
+    assert_eq!(manifest["files"].as_array().unwrap().len(), keys.len());
     assert!(keys.iter().all(|k| k.starts_with("releases/split/part-")));
     let rows: usize = keys
         .iter()
@@ -144,8 +151,15 @@ fn glob_input_and_a_split_release_under_a_prefix() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(
         m.keys("lake", "releases/split/"),
-        vec!["releases/split/part-00000.parquet"]
+        vec![
+            "releases/split/_SUCCESS",
+            "releases/split/_kanon_release.json",
+            "releases/split/part-00000.parquet"
+        ]
     );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&m.get("lake", "releases/split/_kanon_release.json")).unwrap();
+    assert_eq!(manifest["files"][0]["name"], "part-00000.parquet");
     assert!(m.pending_uploads("lake").is_empty());
 }
 
@@ -639,7 +653,13 @@ fn of_two_concurrent_runs_exactly_one_publishes() {
         show(&outputs[0]),
         show(&outputs[1])
     );
-    assert_eq!(m.keys("lake", "releases/"), vec!["releases/race.parquet"]);
+    assert_eq!(
+        m.keys("lake", "releases/"),
+        vec![
+            "releases/_race.parquet.kanon_release.json",
+            "releases/race.parquet"
+        ]
+    );
     assert!(m.pending_uploads("lake").is_empty());
     // The published object is the winner's, whole.
     let winner = codes.iter().position(|c| *c == Some(0)).unwrap();

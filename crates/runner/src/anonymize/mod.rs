@@ -41,7 +41,7 @@ use crate::dataset::Dataset;
 use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
-use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
+use crate::release::{parse_size, Manifest, ReleaseOptions, ReleaseWriter};
 use crate::report::{InputTally, Sources};
 use crate::spill::Spill;
 use crate::storage::{Location, Storage};
@@ -249,7 +249,17 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         },
     );
     let committed = match &plan.delta {
-        None => writer.commit().map(Some),
+        None => {
+            let mut writer = writer;
+            let files: Vec<(Location, u64, u64)> = writer
+                .files()
+                .iter()
+                .zip(writer.file_sizes())
+                .map(|(l, &(rows, bytes))| (l.clone(), rows, bytes))
+                .collect();
+            writer.set_manifest(&Manifest::new(&plan.output, &files, certificate.clone()));
+            writer.commit().map(Some)
+        }
         Some(delta) => commit_delta(
             &plan,
             delta,

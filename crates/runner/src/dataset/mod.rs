@@ -109,6 +109,14 @@ impl Dataset {
         self.files.len()
     }
 
+    /// Each file with its size, in read order.
+    pub fn file_sizes(&self) -> Vec<(Location, u64)> {
+        self.files
+            .iter()
+            .map(|f| (f.meta.location.clone(), f.meta.size))
+            .collect()
+    }
+
     /// Where each file is, in read order.
     pub fn file_locations(&self) -> Vec<String> {
         self.files

@@ -8,7 +8,7 @@ use serde::Serialize;
 use kanon_engine::privacy::Privacy;
 
 use super::Table;
-use crate::certificate::{job_hash, Certificate, COMMIT_INFO_KEY};
+use crate::certificate::{discrepancies, job_hash, Certificate, COMMIT_INFO_KEY};
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::ops::Ui;
@@ -252,28 +252,7 @@ pub fn check_certificates(
                 continue;
             }
         };
-        let claimed = &c.verified;
-        let mut differs = Vec::new();
-        if found.published_rows != claimed.published_rows {
-            differs.push(format!(
-                "{} rows published, the certificate says {}",
-                found.published_rows, claimed.published_rows
-            ));
-        }
-        if found.classes != claimed.classes || found.smallest_class != claimed.smallest_class {
-            differs.push(format!(
-                "{} classes, smallest {}; the certificate says {} classes, smallest {}",
-                found.classes, found.smallest_class, claimed.classes, claimed.smallest_class
-            ));
-        }
-        for (f, k) in found.requirements.iter().zip(&claimed.requirements) {
-            if f.requirement == k.requirement && f.achieved_k != k.achieved_k {
-                differs.push(format!(
-                    "{} achieves k = {}, the certificate says {}",
-                    f.requirement, f.achieved_k, k.achieved_k
-                ));
-            }
-        }
+        let differs = discrepancies(&found, &c.verified);
         if differs.is_empty() {
             if !ui.quiet {
                 let job_note = match c.job_hash == this_job {

@@ -272,11 +272,13 @@ impl Table {
         let mut table = DeltaTable::new(self.log_store.clone());
         let loaded = match version {
             None => storage.block_on(table.load()),
-            Some(v) if v < 0 => return Err(Failure::bad_input(format!(
+            Some(v) if v < 0 => {
+                return Err(Failure::bad_input(format!(
                 "Delta version {v} of {}: versions start at 0 (check `input.version` or --version)",
                 self.location
             ))
-            .into()),
+                .into())
+            }
             Some(v) => storage.block_on(table.load_version(v as u64)),
         };
         match loaded {

@@ -45,11 +45,13 @@ use anyhow::Result;
 use crate::exit::Failure;
 
 mod destination;
+mod manifest;
 mod temporaries;
 mod upload;
 mod writer;
 
 pub use destination::check_destination;
+pub use manifest::{manifest_location, Manifest};
 pub use temporaries::remove_stale_local;
 pub(crate) use temporaries::{spill_prefix, tmp_prefix};
 pub use writer::ReleaseWriter;

@@ -19,6 +19,7 @@ use parquet::file::properties::WriterProperties;
 use tokio::task::JoinSet;
 
 use super::destination::{check_destination, commit_dir, destination_free, sync_parent};
+use super::manifest::{manifest_location, Manifest, MANIFEST, SUCCESS};
 use super::temporaries::{staging_key, tmp_prefix};
 use super::upload::{S3Upload, SharedUpload, Sink, Target, PART_BYTES};
 use super::{ReleaseOptions, ROW_GROUP_BYTES};
@@ -41,6 +42,8 @@ pub struct ReleaseWriter<'a> {
     current_rows: u64,
     /// Direct files created on the local disk, removed unless committed.
     direct_paths: Vec<PathBuf>,
+    /// The manifest to publish with the release.
+    manifest: Option<Vec<u8>>,
     /// Every upload started, to complete on commit or abort on drop.
     uploads: Vec<SharedUpload<'a>>,
     /// Single local file: its temporary path.
@@ -105,6 +108,7 @@ impl<'a> ReleaseWriter<'a> {
             closed_sizes: Vec::new(),
             current_rows: 0,
             direct_paths: Vec::new(),
+            manifest: None,
             uploads: Vec::new(),
             tmp_file: None,
             tmp_dir: None,
@@ -286,6 +290,11 @@ impl<'a> ReleaseWriter<'a> {
         &self.closed
     }
 
+    /// Publishes `manifest` with the release (see [`Manifest`]).
+    pub fn set_manifest(&mut self, manifest: &Manifest) {
+        self.manifest = Some(manifest.to_bytes());
+    }
+
     /// The schema of the files.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -325,14 +334,27 @@ impl<'a> ReleaseWriter<'a> {
             Location::Local(dest) => {
                 if split {
                     let tmp = self.tmp_dir.take().expect("temp dir");
+                    if let Some(m) = &self.manifest {
+                        for (name, bytes) in [(MANIFEST, m.as_slice()), (SUCCESS, &[][..])] {
+                            std::fs::write(tmp.path().join(name), bytes).with_context(|| {
+                                format!("cannot write the release's {name} in {}", dest.display())
+                            })?;
+                        }
+                    }
                     commit_dir(tmp, &dest, self.options.overwrite)?;
                 } else {
+                    let sidecar = self.put_sidecar()?;
                     let tmp = self.tmp_file.take().expect("temp file");
                     let moved = if self.options.overwrite {
                         tmp.persist(&dest).map_err(|e| e.error)
                     } else {
                         tmp.persist_noclobber(&dest).map_err(|e| e.error)
                     };
+                    if moved.is_err() {
+                        if let Some(s) = &sidecar {
+                            let _ = self.storage.delete(s);
+                        }
+                    }
                     match moved {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -360,12 +382,22 @@ impl<'a> ReleaseWriter<'a> {
                     .iter()
                     .filter_map(|u| u.lock().expect("upload lock").staged.clone())
                     .collect();
+                let sidecar = match split {
+                    false => self.put_sidecar()?,
+                    true => None,
+                };
+                let take_back_sidecar = || {
+                    if let Some(s) = &sidecar {
+                        let _ = self.storage.delete(s);
+                    }
+                };
                 for (i, u) in self.uploads.iter().enumerate() {
                     if let Err(e) = u.lock().expect("upload lock").complete() {
                         // Best effort: take back what was completed.
                         for l in files[..i].iter().chain(&staged[..i.min(staged.len())]) {
                             let _ = self.storage.delete(l);
                         }
+                        take_back_sidecar();
                         return Err(e);
                     }
                 }
@@ -377,6 +409,7 @@ impl<'a> ReleaseWriter<'a> {
                         for l in staged.iter().chain(&files[..i]) {
                             let _ = self.storage.delete(l);
                         }
+                        take_back_sidecar();
                         return Err(e);
                     }
                 }
@@ -385,14 +418,18 @@ impl<'a> ReleaseWriter<'a> {
                         tracing::warn!(location = %tmp, error = %e, "cannot remove a staged upload");
                     }
                 }
+                let markers = [self.dest.join(MANIFEST), self.dest.join(SUCCESS)];
                 if split && self.options.overwrite {
                     for old in self.storage.list(&self.dest)? {
-                        if !files.contains(&old.location) {
+                        if !files.contains(&old.location) && !markers.contains(&old.location) {
                             self.storage.delete(&old.location).with_context(|| {
                                 format!("cannot remove {} of the replaced release", old.location)
                             })?;
                         }
                     }
+                }
+                if split {
+                    self.put_markers()?;
                 }
             }
         }
@@ -402,6 +439,28 @@ impl<'a> ReleaseWriter<'a> {
 }
 
 impl ReleaseWriter<'_> {
+    /// Writes a single-file release's manifest beside it, before the
+    /// release is moved into place (without `overwrite`, only if there is
+    /// none). Returns where, to take it back if the move fails.
+    fn put_sidecar(&self) -> Result<Option<Location>> {
+        let Some(m) = &self.manifest else {
+            return Ok(None);
+        };
+        let at = manifest_location(&self.dest, false);
+        self.storage.put(&at, m, self.options.overwrite)?;
+        Ok(Some(at))
+    }
+
+    /// A split release on S3: its manifest, then `_SUCCESS`, once every
+    /// part is published.
+    fn put_markers(&self) -> Result<()> {
+        if let Some(m) = &self.manifest {
+            self.storage.put(&self.dest.join(MANIFEST), m, true)?;
+            self.storage.put(&self.dest.join(SUCCESS), &[], true)?;
+        }
+        Ok(())
+    }
+
     /// Direct files: complete the uploads (the files are then in place,
     /// published by nothing yet).
     fn commit_direct(mut self) -> Result<Vec<Location>> {

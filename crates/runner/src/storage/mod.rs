@@ -169,6 +169,66 @@ impl Storage {
         }
     }
 
+    /// Writes a small file or object whole: a local file under a temporary
+    /// name renamed into place, an S3 object in one request. Unless
+    /// `replace`, an existing one is not replaced (exit code 5; on S3 the
+    /// store checks, `If-None-Match: *`).
+    ///
+    /// # Errors
+    /// Exit code 5 for an existing destination; write failures.
+    pub fn put(&self, loc: &Location, bytes: &[u8], replace: bool) -> Result<()> {
+        let exists = || -> anyhow::Error {
+            crate::exit::Failure::new(
+                crate::exit::OUTPUT_EXISTS,
+                format!("{loc} exists; nothing was replaced (pass --overwrite to replace it)"),
+            )
+            .into()
+        };
+        match loc {
+            Location::Local(p) => {
+                let parent = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => std::path::Path::new("."),
+                };
+                let mut tmp = tempfile::Builder::new()
+                    .prefix(&crate::release::tmp_prefix())
+                    .tempfile_in(parent)
+                    .with_context(|| format!("cannot write {loc}"))?;
+                std::io::Write::write_all(&mut tmp, bytes)
+                    .with_context(|| format!("cannot write {loc}"))?;
+                let moved = match replace {
+                    true => tmp.persist(p).map(|_| ()),
+                    false => tmp.persist_noclobber(p).map(|_| ()),
+                };
+                match moved {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Err(exists()),
+                    Err(e) => Err(e.error).with_context(|| format!("cannot write {loc}")),
+                }
+            }
+            Location::S3 { .. } => {
+                let (store, path) = self.remote(loc)?;
+                let mode = match replace {
+                    true => object_store::PutMode::Overwrite,
+                    false => object_store::PutMode::Create,
+                };
+                let put = self.block_on(store.put_opts(
+                    &path,
+                    bytes.to_vec().into(),
+                    object_store::PutOptions {
+                        mode,
+                        ..Default::default()
+                    },
+                ));
+                match put {
+                    Ok(_) => Ok(()),
+                    Err(object_store::Error::AlreadyExists { .. }) => Err(exists()),
+                    Err(e) => Err(s3_error(e, loc)),
+                }
+            }
+        }
+    }
+
     /// Deletes an object (best effort cleanup of stale parts).
     ///
     /// # Errors

@@ -312,10 +312,20 @@ impl Moto {
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     }
 
-    /// Downloads an object.
+    /// Downloads an object. The request names an access key (moto does not
+    /// check the signature while authentication is off): moto refuses
+    /// anonymous reads of objects stored by a single PUT.
     pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential={KEY_ID}/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0"
+        );
         let (status, body) = self
-            .request("GET", &format!("/{bucket}/{key}"), &[], b"")
+            .request(
+                "GET",
+                &format!("/{bucket}/{key}"),
+                &[("Authorization", &auth)],
+                b"",
+            )
             .unwrap();
         assert_eq!(status, 200, "GET {key}: {}", String::from_utf8_lossy(&body));
         body
