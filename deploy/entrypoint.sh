@@ -8,6 +8,9 @@
 #                      from the run's UTC date, e.g.
 #                      s3://lake/adult/release_date=%Y-%m-%d/ (default: the
 #                      job file's output.path)
+#   KANON_PARTITION    a Delta release's partition as COLUMN=VALUE[,...],
+#                      strftime fields filled, e.g. release_date=%Y-%m-%d
+#                      (with KANON_OUTPUT_FORMAT=delta, KANON_OUTPUT_MODE=append)
 #   KANON_METRICS_JSON also write the metrics JSON here (strftime fields too)
 #   KANON_TIMEOUT      stop after this many seconds (exit 124, nothing written)
 #   KANON_BIN          the kanon binary (default: kanon on PATH)
@@ -35,6 +38,21 @@ dated() {
 set -- anonymize --config "$job" --log-format json "$@"
 if [ -n "${KANON_OUTPUT:-}" ]; then
     set -- "$@" --output "$(dated "$KANON_OUTPUT")"
+fi
+if [ -n "${KANON_PARTITION:-}" ]; then
+    partitions="$(dated "$KANON_PARTITION")"
+    old_ifs="$IFS"
+    IFS=,
+    for p in $partitions; do
+        case "$p" in
+            *=*) set -- "$@" --set "output.partition.${p%%=*}=\"${p#*=}\"" ;;
+            *)
+                echo "kanon-job: KANON_PARTITION part '$p' is not COLUMN=VALUE" >&2
+                exit 2
+                ;;
+        esac
+    done
+    IFS="$old_ifs"
 fi
 if [ -n "${KANON_METRICS_JSON:-}" ]; then
     set -- "$@" --metrics-json "$(dated "$KANON_METRICS_JSON")"

@@ -199,6 +199,12 @@ fn register_delta(ctx: &SessionContext, storage: &Storage, t: &TableArg) -> Resu
 /// The exit code of a failed query: a plan error is the user's (2), an
 /// unsatisfiable model is 3, a memory limit or I/O failure 4, the rest 2.
 fn code_of(e: &DataFusionError) -> u8 {
+    // Sinks (a Delta table's INSERT) wrap the error of anonymize() as an
+    // external error: the text still says what it was.
+    let text = e.to_string();
+    if text.contains("anonymize(): privacy model cannot be satisfied") {
+        return exit::UNSATISFIABLE;
+    }
     match e.find_root() {
         DataFusionError::ResourcesExhausted(_) | DataFusionError::IoError(_) => exit::IO,
         DataFusionError::ObjectStore(_) => exit::IO,

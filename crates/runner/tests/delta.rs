@@ -226,7 +226,7 @@ fn a_local_table_created_rerun_appended_verified_and_inspected() {
     let o = run(kanon().args(["inspect", t]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let out = stdout(&o);
-    assert!(out.contains("2 versions"), "{out}");
+    assert!(out.contains("2 version(s)"), "{out}");
     assert!(
         out.contains("k achieved 10") || out.contains("k achieved 1"),
         "{out}"
@@ -849,4 +849,57 @@ fn the_server_gone_between_write_and_commit_leaves_the_table_as_it_was() {
     ));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(s3_versions(&m, "lake", "releases/"), vec![0, 1]);
+}
+
+/// `INSERT INTO` a registered Delta table from `anonymize(...)` commits the
+/// release (delta-rs's sink), and nothing when anonymize() fails: its node
+/// emits no row before the release is verified.
+#[cfg(feature = "sql")]
+#[test]
+fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    let mut c = kanon();
+    delta_job(&mut c, "data/adult/adult.parquet", t, &[]);
+    let o = run(&mut c);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let sql = |k: usize| {
+        run(kanon().args([
+            "sql",
+            "-t",
+            "adult=data/adult/adult.parquet",
+            "-t",
+            &format!("r={t}"),
+            &format!("INSERT INTO r SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = {k}')"),
+        ]))
+    };
+    let o = sql(20);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(local_versions(&table), vec![0, 1]);
+    // Unsatisfiable: exit 3, no commit, no data file.
+    let files = local_data_files(&table);
+    let o = sql(40_000);
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    assert_eq!(local_versions(&table), vec![0, 1]);
+    assert_eq!(local_data_files(&table), files);
+    // Both releases are in the table, and it satisfies k = 10 as a whole;
+    // the INSERT's commit has no certificate, kanon's has one that holds.
+    let o = run(kanon().args([
+        "sql",
+        "-t",
+        &format!("r={t}"),
+        "SELECT count(*) AS n FROM r",
+    ]));
+    assert!(stdout(&o).contains("60324"), "{}", show(&o));
+    let o = run(kanon().args(["verify", "-c", "configs/adult.toml", "-i", t]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        stdout(&o).matches("certificate holds").count(),
+        1,
+        "{}",
+        show(&o)
+    );
+    let o = run(kanon().args(["inspect", t]));
+    assert!(stdout(&o).contains("no kanon certificate"), "{}", show(&o));
 }

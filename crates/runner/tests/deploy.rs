@@ -116,3 +116,49 @@ fn the_entrypoint_runs_a_dated_release_and_reports_by_exit_code() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("KANON_JOB"));
 }
+
+/// The scheduled job as a lakehouse runs it: a Delta table, one partition
+/// per day; the second run of the day is a no-op (exit 0).
+#[test]
+fn the_entrypoint_appends_the_days_partition_to_a_delta_table_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = adult_job(dir.path(), |s| s);
+    let table = dir.path().join("lake/adult");
+    let day = |c: &mut Command| {
+        c.env("KANON_OUTPUT", &table)
+            .env("KANON_OUTPUT_FORMAT", "delta")
+            .env("KANON_OUTPUT_MODE", "append")
+            .env("KANON_PARTITION", "release_date=%Y-%m-%d,source=adult");
+        run(c)
+    };
+    let first = day(&mut entrypoint(&job));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let date = ls(&table)
+        .into_iter()
+        .find(|f| f.starts_with("release_date="))
+        .expect("the day's partition");
+    assert!(!date.contains('%'), "{date}");
+    assert_eq!(ls(&table.join(&date)), vec!["source=adult"]);
+    let committed = String::from_utf8_lossy(&first.stderr)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("every log line is JSON"))
+        .find(|v| v["message"] == "Delta version committed")
+        .expect("a `Delta version committed` log line");
+    assert_eq!(committed["table_version"], 0);
+    let again = day(&mut entrypoint(&job));
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already released"));
+    assert_eq!(
+        ls(&table.join("_delta_log")),
+        vec!["00000000000000000000.json"]
+    );
+}

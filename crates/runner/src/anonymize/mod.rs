@@ -258,7 +258,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
                 .map(|(l, &(rows, bytes))| (l.clone(), rows, bytes))
                 .collect();
             writer.set_manifest(&Manifest::new(&plan.output, &files, certificate.clone()));
-            writer.commit().map(Some)
+            writer.commit().map(|files| Some((files, None)))
         }
         Some(delta) => commit_delta(
             &plan,
@@ -271,8 +271,8 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             ui,
         ),
     };
-    let files = match committed {
-        Ok(Some(files)) => files,
+    let (files, delta_version) = match committed {
+        Ok(Some(committed)) => committed,
         Ok(None) => {
             take_back(metrics, report_file);
             return Ok(ExitCode::SUCCESS);
@@ -285,6 +285,13 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     run.log_committed(files.len(), rows_out);
     if !ui.quiet {
         run.print_summary(files.len());
+        if let (Some((d, _)), Some(version)) = (&plan.delta, delta_version) {
+            println!(
+                "  Delta table   {} version {version} ({})",
+                d.location,
+                d.mode.name()
+            );
+        }
         if let Some(path) = &args.report {
             println!("  report        {}", path.display());
         }
@@ -619,8 +626,8 @@ fn already_released(ui: &Ui, plan: &Plan, version: i64) {
 /// Publishes a Delta release: the data files are completed in place, read
 /// back and verified against the job (they must be the release pass 2
 /// verified), and only then committed with the certificate. Returns the
-/// files, or `None` when the release was in the table already (a
-/// concurrent run committed it). Whatever fails, the data files are
+/// files and the table version, or `None` when the release was in the
+/// table already (a concurrent run committed it). Whatever fails, the data files are
 /// removed and the table is unchanged.
 #[allow(clippy::too_many_arguments)]
 fn commit_delta(
@@ -632,7 +639,7 @@ fn commit_delta(
     certificate: &Certificate,
     app_id: Option<&str>,
     ui: &Ui,
-) -> Result<Option<Vec<Location>>> {
+) -> Result<Option<(Vec<Location>, Option<i64>)>> {
     let storage = &plan.storage;
     let schema = writer.schema().clone();
     let sizes = writer.file_sizes().to_vec();
@@ -660,14 +667,7 @@ fn commit_delta(
     match published {
         Ok(Outcome::Committed { version }) => {
             tracing::info!(output = %table.location, table_version = version, "Delta version committed");
-            if !ui.quiet {
-                println!(
-                    "  Delta table   {} version {version} ({})",
-                    table.location,
-                    output.mode.name()
-                );
-            }
-            Ok(Some(files))
+            Ok(Some((files, Some(version))))
         }
         Ok(Outcome::AlreadyReleased { version }) => {
             remove();

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::async_reader::AsyncFileReader;
@@ -81,6 +81,41 @@ impl Dataset {
                 f.parquet.as_ref().expect("parquet").schema(),
             )
         }))?;
+        // Files whose strings are stored otherwise (dictionary-encoded or
+        // plain) are read in the dataset's type.
+        for f in &mut files {
+            let arrow = f.parquet.as_ref().expect("parquet");
+            let differs = arrow
+                .schema()
+                .fields()
+                .iter()
+                .zip(schema.fields())
+                .any(|(a, b)| a.data_type() != b.data_type());
+            if differs {
+                let fields: Vec<Field> = arrow
+                    .schema()
+                    .fields()
+                    .iter()
+                    .zip(schema.fields())
+                    .map(|(a, b)| a.as_ref().clone().with_data_type(b.data_type().clone()))
+                    .collect();
+                let as_dataset = Arc::new(Schema::new_with_metadata(
+                    fields,
+                    arrow.schema().metadata().clone(),
+                ));
+                let reread = ArrowReaderMetadata::try_new(
+                    arrow.metadata().clone(),
+                    ArrowReaderOptions::new().with_schema(as_dataset),
+                )
+                .map_err(|e| {
+                    Failure::bad_input(format!(
+                        "{} cannot be read with the dataset's schema: {e}",
+                        f.meta.location
+                    ))
+                })?;
+                f.parquet = Some(reread);
+            }
+        }
         let rows = files
             .iter()
             .map(|f| {
@@ -173,8 +208,10 @@ async fn remote_footer(storage: &Storage, m: &FileMeta) -> Result<Vec<u8>> {
 }
 
 /// The dataset schema: every file must have the same column names and
-/// types; a column is nullable when it is in any file; metadata is the
-/// first file's.
+/// types, except that strings may be dictionary-encoded in some files and
+/// plain in others (Delta tables written by several engines), which the
+/// dataset reads as plain strings; a column is nullable when it is in any
+/// file; metadata is the first file's.
 fn unify_schemas<'a>(
     mut schemas: impl Iterator<Item = (&'a Location, &'a SchemaRef)>,
 ) -> Result<SchemaRef> {
@@ -185,7 +222,7 @@ fn unify_schemas<'a>(
             && s.fields()
                 .iter()
                 .zip(&fields)
-                .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+                .all(|(a, b)| a.name() == b.name() && same_values(a.data_type(), b.data_type()));
         if !same {
             let describe =
                 |fs: &mut dyn Iterator<Item = (&String, &arrow::datatypes::DataType)>| {
@@ -204,12 +241,26 @@ fn unify_schemas<'a>(
             if g.is_nullable() && !f.is_nullable() {
                 *f = f.clone().with_nullable(true);
             }
+            if f.data_type() != g.data_type() {
+                *f = f.clone().with_data_type(DataType::Utf8);
+            }
         }
     }
     Ok(Arc::new(Schema::new_with_metadata(
         fields,
         first.metadata().clone(),
     )))
+}
+
+/// Whether two column types hold the same values: equal, or both strings
+/// (plain or dictionary-encoded).
+fn same_values(a: &DataType, b: &DataType) -> bool {
+    let string = |t: &DataType| match t {
+        DataType::Utf8 => true,
+        DataType::Dictionary(_, v) => v.as_ref() == &DataType::Utf8,
+        _ => false,
+    };
+    a == b || (string(a) && string(b))
 }
 
 /// Byte ranges of one object for the async Parquet reader; the footer was

@@ -117,7 +117,7 @@ fn parse_commit(version: i64, bytes: &[u8]) -> Result<Release> {
 /// Prints the history as `kanon inspect` does.
 pub fn print_history(table: &Table, releases: &[Release]) {
     println!(
-        "Delta table {}: {} versions",
+        "Delta table {}: {} version(s) in its log",
         table.location,
         releases.len()
     );
