@@ -39,6 +39,22 @@ fn delta_job(c: &mut Command, input: &str, table: &str, sets: &[&str]) {
     }
 }
 
+/// `kanon anonymize` of the Adult job into a Delta table.
+fn run_delta(input: &str, table: &str, sets: &[&str]) -> Output {
+    let mut c = kanon();
+    delta_job(&mut c, input, table, sets);
+    run(&mut c)
+}
+
+/// Two slices of the Adult rows, `a` and `b`, as `a.parquet` and
+/// `b.parquet` in `dir`.
+fn two_slices(dir: &Path, a: (usize, usize), b: (usize, usize)) -> (PathBuf, PathBuf) {
+    let (pa, pb) = (dir.join("a.parquet"), dir.join("b.parquet"));
+    adult_slice(&pa, a.0, a.1);
+    adult_slice(&pb, b.0, b.1);
+    (pa, pb)
+}
+
 /// The Adult rows `from..to` as one Parquet file.
 fn adult_slice(path: &Path, from: usize, to: usize) {
     let t = adult();
@@ -108,31 +124,20 @@ fn rows_of(batches: &[RecordBatch], columns: &[&str]) -> Vec<String> {
     rows
 }
 
-const COLUMNS: &[&str] = &[
-    "age",
-    "sex",
-    "race",
-    "marital-status",
-    "education",
-    "native-country",
-    "workclass",
-    "occupation",
-    "salary-class",
-];
+/// The columns of an Adult release.
+fn columns() -> Vec<&'static str> {
+    ADULT_QIS.iter().copied().chain(["salary-class"]).collect()
+}
 
 #[test]
 fn a_local_table_created_rerun_appended_verified_and_inspected() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("a.parquet"), dir.path().join("b.parquet"));
-    adult_slice(&a, 0, 20_000);
-    adult_slice(&b, 10_000, 30_162);
+    let (a, b) = two_slices(dir.path(), (0, 20_000), (10_000, 30_162));
     let table = dir.path().join("releases");
     let t = table.to_str().unwrap();
 
     // Created with the first release (one commit, version 0).
-    let mut c = kanon();
-    delta_job(&mut c, a.to_str().unwrap(), t, &[]);
-    let o = run(&mut c);
+    let o = run_delta(a.to_str().unwrap(), t, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(local_versions(&table), vec![0]);
     let first_files = local_data_files(&table);
@@ -147,8 +152,8 @@ fn a_local_table_created_rerun_appended_verified_and_inspected() {
     ));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(
-        rows_of(&[read_parquet(&first_files[0])], COLUMNS),
-        rows_of(&[read_parquet(&parquet)], COLUMNS)
+        rows_of(&[read_parquet(&first_files[0])], &columns()),
+        rows_of(&[read_parquet(&parquet)], &columns())
     );
 
     // The same job on the same input: a no-op that says so (exit 0).
@@ -175,17 +180,13 @@ fn a_local_table_created_rerun_appended_verified_and_inspected() {
     assert_eq!(local_data_files(&table), first_files);
 
     // Another input with mode "create" (the default): the table exists.
-    let mut c = kanon();
-    delta_job(&mut c, b.to_str().unwrap(), t, &[]);
-    let o = run(&mut c);
+    let o = run_delta(b.to_str().unwrap(), t, &[]);
     assert_eq!(o.status.code(), Some(5), "{}", show(&o));
     assert!(stderr(&o).contains("output.mode"), "{}", show(&o));
     assert_eq!(local_versions(&table), vec![0]);
 
     // Appended: version 1.
-    let mut c = kanon();
-    delta_job(&mut c, b.to_str().unwrap(), t, &["output.mode=append"]);
-    let o = run(&mut c);
+    let o = run_delta(b.to_str().unwrap(), t, &["output.mode=append"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(local_versions(&table), vec![0, 1]);
     assert_eq!(local_data_files(&table).len(), 2);
@@ -380,10 +381,7 @@ fn a_delta_input_is_read_at_its_version_and_never_with_removed_files() {
 #[test]
 fn partitions_replaced_and_the_whole_table_overwritten() {
     let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join("a.parquet");
-    let b = dir.path().join("b.parquet");
-    adult_slice(&a, 0, 15_000);
-    adult_slice(&b, 15_000, 30_162);
+    let (a, b) = two_slices(dir.path(), (0, 15_000), (15_000, 30_162));
     let table = dir.path().join("t");
     let t = table.to_str().unwrap();
     let job = |input: &Path, sets: &[&str]| {
@@ -462,14 +460,10 @@ fn partitions_replaced_and_the_whole_table_overwritten() {
 #[test]
 fn data_files_that_fail_verification_are_not_committed() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("a.parquet"), dir.path().join("b.parquet"));
-    adult_slice(&a, 0, 15_000);
-    adult_slice(&b, 15_000, 30_162);
+    let (a, b) = two_slices(dir.path(), (0, 15_000), (15_000, 30_162));
     let table = dir.path().join("t");
     let t = table.to_str().unwrap();
-    let mut c = kanon();
-    delta_job(&mut c, a.to_str().unwrap(), t, &[]);
-    let o = run(&mut c);
+    let o = run_delta(a.to_str().unwrap(), t, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let before = local_data_files(&table);
 
@@ -763,7 +757,7 @@ fn the_scheduled_job_on_s3_idempotent_concurrent_verified_and_read_back() {
         via_datafusion.to_str().unwrap(),
     ]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let df_rows = rows_of(&[read_parquet(&via_datafusion)], COLUMNS);
+    let df_rows = rows_of(&[read_parquet(&via_datafusion)], &columns());
     assert_eq!(df_rows.len() as u64, published);
     // ... and through the Python deltalake package: identical rows.
     if python_with("import deltalake, pyarrow", "pip install deltalake pyarrow") {
@@ -789,7 +783,7 @@ pq.write_table(dt.to_pyarrow_table(), out)
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", show(&o));
-        assert_eq!(rows_of(&[read_parquet(&via_python)], COLUMNS), df_rows);
+        assert_eq!(rows_of(&[read_parquet(&via_python)], &columns()), df_rows);
     }
 }
 
@@ -860,9 +854,7 @@ fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     let t = table.to_str().unwrap();
-    let mut c = kanon();
-    delta_job(&mut c, "data/adult/adult.parquet", t, &[]);
-    let o = run(&mut c);
+    let o = run_delta("data/adult/adult.parquet", t, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let sql = |k: usize| {
         run(kanon().args([
