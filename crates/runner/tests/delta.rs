@@ -344,6 +344,7 @@ fn a_delta_input_is_read_at_its_version_and_never_with_removed_files() {
             .into_iter()
             .collect();
     assert_eq!(meta["kanon.rows_in"], "12000");
+    assert_eq!(meta["kanon.input.delta_version"], "0");
     // The input version is in the certificate of a Delta release.
     let mut c = kanon();
     delta_job(

@@ -161,7 +161,13 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     drop(qi);
     drop(std::mem::take(&mut result.partition));
     let mut options = plan.options.clone();
-    options.metadata = report::provenance(spec, &result, rows_in, fingerprint.as_deref());
+    options.metadata = report::provenance(
+        spec,
+        &result,
+        rows_in,
+        fingerprint.as_deref(),
+        dataset.delta_version,
+    );
     let metadata = options.metadata.clone();
     let delta_version = dataset.delta_version;
     let (writer, release_check, labels) = pass_two(
@@ -698,6 +704,7 @@ fn verify_and_commit(
     let storage = &plan.storage;
     barrier("delta-verify")?;
     check_interrupt()?;
+    let t = Instant::now();
     let dataset = Dataset::open_files(storage, &table.location, files)?;
     let label = format!("the data files written to {}", table.location);
     let failed = |msg: String| -> anyhow::Error {
@@ -720,7 +727,13 @@ fn verify_and_commit(
         }
         Checked::Fails(msg) => return Err(failed(format!("fail verification: {msg}"))),
     }
+    tracing::info!(
+        files = files.len(),
+        seconds = t.elapsed().as_secs_f64(),
+        "Delta data files read back and verified"
+    );
     check_interrupt()?;
+    let t = Instant::now();
     let written: Vec<WrittenFile> = files
         .iter()
         .zip(sizes)
@@ -730,7 +743,7 @@ fn verify_and_commit(
             bytes,
         })
         .collect();
-    crate::delta::commit(
+    let outcome = crate::delta::commit(
         storage,
         table,
         output,
@@ -738,5 +751,7 @@ fn verify_and_commit(
         &written,
         certificate,
         app_id,
-    )
+    )?;
+    tracing::info!(seconds = t.elapsed().as_secs_f64(), "Delta log commit done");
+    Ok(outcome)
 }

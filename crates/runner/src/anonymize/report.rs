@@ -210,6 +210,7 @@ pub(super) fn provenance(
     result: &Anonymization,
     rows_in: u64,
     fingerprint: Option<&str>,
+    delta_version: Option<i64>,
 ) -> Vec<(String, String)> {
     let r = &result.report;
     let mut out = vec![
@@ -259,6 +260,9 @@ pub(super) fn provenance(
     }
     if let Some(f) = fingerprint {
         out.push(("kanon.input.fingerprint".into(), f.to_string()));
+    }
+    if let Some(v) = delta_version {
+        out.push(("kanon.input.delta_version".into(), v.to_string()));
     }
     out
 }
