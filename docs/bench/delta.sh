@@ -8,9 +8,9 @@
 # For each size: a Parquet release; a Delta table created with the release
 # (version 0); a second release appended to it (another seed: version 1); a
 # rerun of that job (a no-op: nothing to do). Prints one line per run:
-# wall seconds, peak RSS, pass 1 / algorithm / pass 2 seconds (metrics
-# JSON), and for Delta the read-back verification and the log commit
-# seconds (JSON log lines).
+# wall seconds and peak RSS (/usr/bin/time), and from the JSON log lines
+# pass 1, the algorithm, for Delta the read-back verification and the log
+# commit, and the total.
 set -eu
 dir=$1
 shift
@@ -19,33 +19,32 @@ job=${JOB:-configs/adult-kaca.toml}
 mkdir -p "$dir"
 
 phases() {
-    python3 - "$1" "$2" <<'PY'
+    python3 - "$1" <<'PY'
 import json, sys
-m = json.load(open(sys.argv[1])) if sys.argv[1] != "-" else {}
-t = m.get("timings_s", {})
 logs = {}
-for line in open(sys.argv[2]):
+for line in open(sys.argv[1]):
     try:
         v = json.loads(line)
     except ValueError:
         continue
     logs[v.get("message")] = v
-verify = logs.get("Delta data files read back and verified", {}).get("seconds")
-commit = logs.get("Delta log commit done", {}).get("seconds")
+s = lambda m: logs.get(m, {}).get("seconds")
 f = lambda x: "-" if x is None else f"{x:.2f}"
-print(f"pass1 {f(t.get('pass1_read_encode'))} algorithm {f(t.get('algorithm'))} pass2 {f(t.get('pass2_recode_verify_write'))} readback+verify {f(verify)} commit {f(commit)}")
+print(f"pass 1 {f(s('pass 1 done'))}  algorithm {f(s('partition computed and verified'))}"
+      f"  read back + verify {f(s('Delta data files read back and verified'))}"
+      f"  log commit {f(s('Delta log commit done'))}  total {f(s('release committed'))}")
 PY
 }
 
 one() {
     name=$1
     shift
-    /usr/bin/time -f "%e %M" -o "$dir/time" "$kanon" anonymize -q --log-format json \
-        -c "$job" --metrics-json "$dir/metrics.json" "$@" 2>"$dir/log" || true
-    read -r wall rss <"$dir/time"
-    if [ -s "$dir/metrics.json" ]; then m="$dir/metrics.json"; else m=-; fi
-    printf '%-28s wall %7.2f s  peak RSS %5d MiB  %s\n' "$name" "$wall" $((rss / 1024)) "$(phases "$m" "$dir/log")"
-    rm -f "$dir/metrics.json"
+    /usr/bin/time -f "%e %M" -o "$dir/time" "$kanon" anonymize --log-format json \
+        -c "$job" --set columns.unlisted=insensitive "$@" >/dev/null 2>"$dir/log" || true
+    read -r wall rss <<EOT
+$(tail -n 1 "$dir/time")
+EOT
+    printf '%-26s wall %6.2f s  peak RSS %5d MiB  %s\n' "$name" "$wall" $((rss / 1024)) "$(phases "$dir/log")"
 }
 
 for rows in "$@"; do
