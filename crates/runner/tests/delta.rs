@@ -142,8 +142,8 @@ fn a_local_table_created_rerun_appended_verified_and_inspected() {
     assert_eq!(local_versions(&table), vec![0]);
     let first_files = local_data_files(&table);
     assert_eq!(first_files.len(), 1, "{first_files:?}");
-    // The data file is a kanon release: the same rows as a Parquet release
-    // of the same job and input, with its provenance in the footer.
+    // The data file is the very Parquet release of the same job and input,
+    // byte for byte (provenance in the footer included).
     let parquet = dir.path().join("a-release.parquet");
     let o = run(&mut anonymize_cmd(
         Path::new("configs/adult.toml"),
@@ -152,8 +152,8 @@ fn a_local_table_created_rerun_appended_verified_and_inspected() {
     ));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(
-        rows_of(&[read_parquet(&first_files[0])], &columns()),
-        rows_of(&[read_parquet(&parquet)], &columns())
+        std::fs::read(&first_files[0]).unwrap(),
+        std::fs::read(&parquet).unwrap()
     );
 
     // The same job on the same input: a no-op that says so (exit 0).
@@ -627,6 +627,35 @@ fn scheduled(m: &Moto, endpoint: &str, input: &str, day: &str) -> Command {
     c
 }
 
+/// Two scheduled runs on `inputs` at once, for the same day: each waits at
+/// the commit with its data files written, then both are let go together.
+fn race(m: &Moto, endpoint: &str, inputs: [&str; 2]) -> Vec<Output> {
+    let barriers = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let children: Vec<_> = inputs
+        .iter()
+        .zip(&barriers)
+        .map(|(input, b)| {
+            std::fs::write(b.path().join("before-commit.wait"), b"").unwrap();
+            scheduled(m, endpoint, input, "2026-11-26")
+                .env("KANON_TEST_BARRIER", b.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for b in &barriers {
+        wait_for(&b.path().join("before-commit"));
+    }
+    for b in &barriers {
+        std::fs::remove_file(b.path().join("before-commit.wait")).unwrap();
+    }
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
 #[test]
 fn the_scheduled_job_on_s3_idempotent_concurrent_verified_and_read_back() {
     let Some(m) = Moto::start() else { return };
@@ -635,6 +664,7 @@ fn the_scheduled_job_on_s3_idempotent_concurrent_verified_and_read_back() {
     put_slice(&m, "in/day2.parquet", 8_000, 20_000);
     put_slice(&m, "in/day3a.parquet", 14_000, 26_000);
     put_slice(&m, "in/day3b.parquet", 18_162, 30_162);
+    put_slice(&m, "in/day4.parquet", 3_000, 17_000);
     let ep = m.endpoint();
 
     // First run: the table is created with the release (version 0).
@@ -676,36 +706,42 @@ fn the_scheduled_job_on_s3_idempotent_concurrent_verified_and_read_back() {
     assert_eq!(s3_versions(&m, "lake", "releases/"), vec![0, 1]);
 
     // Two runs at once on different inputs: both commit, one version each.
-    // Each waits at the commit with its files written; then both race.
-    let barriers = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let children: Vec<_> = ["s3://lake/in/day3a.parquet", "s3://lake/in/day3b.parquet"]
-        .iter()
-        .zip(&barriers)
-        .map(|(input, b)| {
-            std::fs::write(b.path().join("before-commit.wait"), b"").unwrap();
-            scheduled(&m, &ep, input, "2026-11-26")
-                .env("KANON_TEST_BARRIER", b.path())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for b in &barriers {
-        wait_for(&b.path().join("before-commit"));
-    }
-    for b in &barriers {
-        std::fs::remove_file(b.path().join("before-commit.wait")).unwrap();
-    }
-    for child in children {
-        let o = child.wait_with_output().unwrap();
+    for o in race(
+        &m,
+        &ep,
+        ["s3://lake/in/day3a.parquet", "s3://lake/in/day3b.parquet"],
+    ) {
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     }
     assert_eq!(s3_versions(&m, "lake", "releases/"), vec![0, 1, 2, 3]);
+    // Two runs at once on the same input: one commits, the other finds the
+    // release committed (Delta's conflict check on the transaction id) and
+    // publishes nothing; both exit 0.
+    let outputs = race(
+        &m,
+        &ep,
+        ["s3://lake/in/day4.parquet", "s3://lake/in/day4.parquet"],
+    );
+    for o in &outputs {
+        assert_eq!(o.status.code(), Some(0), "{}", show(o));
+    }
+    assert_eq!(
+        outputs
+            .iter()
+            .filter(|o| stdout(o).contains("nothing to do"))
+            .count(),
+        1,
+        "{}\n{}",
+        show(&outputs[0]),
+        show(&outputs[1])
+    );
+    assert_eq!(s3_versions(&m, "lake", "releases/"), vec![0, 1, 2, 3, 4]);
+    // The loser removed its data files: one file per version, no orphan.
+    assert_eq!(s3_data_files(&m, "lake", "releases/").len(), 5);
 
     // Every version verifies, its certificate against the rows it added.
     let mut fingerprints = Vec::new();
-    for v in 0..=3 {
+    for v in 0..=4 {
         let o = run(m.kanon().args([
             "verify",
             "-c",
@@ -727,7 +763,7 @@ fn the_scheduled_job_on_s3_idempotent_concurrent_verified_and_read_back() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let history = j["delta_history"].as_array().unwrap();
-    assert_eq!(history.len(), 4);
+    assert_eq!(history.len(), 5);
     for h in history {
         assert_eq!(h["files_added"], 1, "{h}");
         fingerprints.push(
@@ -739,7 +775,7 @@ fn the_scheduled_job_on_s3_idempotent_concurrent_verified_and_read_back() {
     }
     fingerprints.sort();
     fingerprints.dedup();
-    assert_eq!(fingerprints.len(), 4, "each version is another input");
+    assert_eq!(fingerprints.len(), 5, "each version is another input");
     let published: u64 = history
         .iter()
         .map(|h| h["certificate"]["rows_published"].as_u64().unwrap())
@@ -769,7 +805,7 @@ endpoint, out = sys.argv[1], sys.argv[2]
 dt = deltalake.DeltaTable("s3://lake/releases", storage_options={
     "AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1",
     "AWS_ACCESS_KEY_ID": sys.argv[3], "AWS_SECRET_ACCESS_KEY": sys.argv[4]})
-assert dt.version() == 3, dt.version()
+assert dt.version() == 4, dt.version()
 pq.write_table(dt.to_pyarrow_table(), out)
 "#;
         let o = Command::new("python3")
