@@ -859,6 +859,9 @@ fn the_server_gone_between_write_and_commit_leaves_the_table_as_it_was() {
     std::fs::remove_file(barrier.path().join("delta-verify.wait")).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
+    // The data file it wrote could not be removed with the server gone: it
+    // is named for VACUUM, never referenced by a version.
+    assert!(stderr(&o).contains("VACUUM removes it"), "{}", show(&o));
     relay.restore();
     // The table is at its previous version and reads as before.
     assert_eq!(s3_versions(&m, "lake", "releases/"), vec![0]);
