@@ -443,6 +443,22 @@ fn partitions_replaced_and_the_whole_table_overwritten() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let last = &j["delta_history"][3];
     assert_eq!(last["files_removed"], 2);
+    // The overwrite changed the partitioning, not the table: same id.
+    let metadata_of = |version: u32| -> serde_json::Value {
+        let log =
+            std::fs::read_to_string(table.join(format!("_delta_log/{version:020}.json"))).unwrap();
+        log.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find_map(|a| a.get("metaData").cloned())
+            .unwrap_or_else(|| panic!("no metaData in version {version}"))
+    };
+    let (before, after) = (metadata_of(0), metadata_of(3));
+    assert_eq!(before["id"], after["id"]);
+    assert_eq!(
+        before["partitionColumns"],
+        serde_json::json!(["release_date"])
+    );
+    assert_eq!(after["partitionColumns"], serde_json::json!([]));
     assert_eq!(j["rows"], last["certificate"]["rows_published"]);
     // A partitioned Delta table is not read as input (its partition values
     // are not in the files).

@@ -190,6 +190,20 @@ fn check_fits(
     Ok(())
 }
 
+/// The table's metadata with another schema and partitioning, for an
+/// overwrite that changes them: the table keeps its id (readers and
+/// streams know a table by it), name, description and configuration.
+fn replaced_schema(
+    current: &deltalake_core::kernel::Metadata,
+    schema: &StructType,
+    partition_by: &[String],
+) -> Result<deltalake_core::kernel::Metadata> {
+    let mut value = serde_json::to_value(current).context("cannot read the table's metadata")?;
+    value["schemaString"] = serde_json::Value::String(serde_json::to_string(schema)?);
+    value["partitionColumns"] = serde_json::json!(partition_by);
+    serde_json::from_value(value).context("cannot build the table's new metadata")
+}
+
 fn add_action(table: &Table, output: &DeltaOutput, f: &WrittenFile) -> Result<Action> {
     let path = relative(&table.location, &f.location)?;
     Ok(Action::Add(Add {
@@ -267,15 +281,16 @@ pub fn commit(
             }
             let snapshot = dt.snapshot().context("cannot read the Delta table")?;
             let mut actions = Vec::new();
-            if output.mode == Mode::Overwrite {
-                let metadata = new_metadata(
-                    &wanted,
-                    partition_by.clone(),
-                    HashMap::<String, String>::new(),
-                )?;
-                actions.push(Action::Metadata(metadata));
-            } else {
-                check_fits(dt, table, &wanted, output)?;
+            match (output.mode, check_fits(dt, table, &wanted, output)) {
+                (_, Ok(())) => {}
+                (Mode::Overwrite, Err(_)) => {
+                    actions.push(Action::Metadata(replaced_schema(
+                        snapshot.metadata(),
+                        &wanted,
+                        &partition_by,
+                    )?));
+                }
+                (_, Err(e)) => return Err(e),
             }
             let wanted_partition: HashMap<String, Option<String>> = output
                 .partition
