@@ -17,6 +17,12 @@
 //! Dropping an uncommitted writer (an error, a failed verification, an
 //! interrupt) removes the temporary files and aborts the uploads.
 //!
+//! The data files of a Delta release are the exception: they are written
+//! in place under names no other run uses ([`ReleaseOptions::direct`]),
+//! because the table's log, not their presence, publishes them; an
+//! uncommitted writer removes them too. Every release also gets its
+//! certificate in a manifest (`manifest`), written before it is published.
+//!
 //! A process killed outright (SIGKILL, OOM killer, power loss) never leaves
 //! a partial release, but can leave, next to the destination:
 //! - a hidden local file or directory `.kanon-tmp-<host>-<pid>-*`; the next
