@@ -83,8 +83,8 @@ pub(crate) struct JobArgs {
     #[arg(long)]
     pub k: Option<usize>,
     /// Override `algorithm.name`: mondrian, datafly, incognito, sbc,
-    /// heuristic-min, kaca or l-clustering (tested against the engine's
-    /// registry).
+    /// heuristic-min, kaca, l-clustering or mondrian-hierarchy (tested
+    /// against the engine's registry).
     #[arg(long)]
     pub algorithm: Option<String>,
     /// Override `algorithm.seed`.

@@ -115,6 +115,12 @@ const BUILT_IN: &[Registration] = &[
         capabilities: LOCAL,
         build: |a| Ok(Box::new(l_clustering::LClustering::from_params(a.params()?))),
     },
+    Registration {
+        name: mondrian::HIERARCHY_BOUND,
+        summary: "local recoding bound to the hierarchies: Mondrian cuts into hierarchy children, small children topped up to k (Xu et al., KDD 2006)",
+        capabilities: LOCAL,
+        build: |a| Ok(Box::new(mondrian::Mondrian::hierarchy_bound(a)?)),
+    },
 ];
 
 impl Named for Registration {
@@ -178,7 +184,7 @@ mod tests {
         for (i, n) in names.iter().enumerate() {
             assert!(!names[..i].contains(n), "{n} twice");
         }
-        assert_eq!(names.len(), 7);
+        assert_eq!(names.len(), 8);
         let err = register(Registration {
             name: "mondrian",
             ..BUILT_IN[0]
