@@ -28,9 +28,10 @@
 //!   so one rare country does not block the cut of a whole continent.
 //!
 //! Each candidate cut orders a region by counting its codes (no comparison
-//! sort), so a level of cuts costs O(m n) plus the loss of the candidates;
-//! the parts of large regions are cut in parallel (rayon), with the same
-//! result for any thread count.
+//! sort), and one pass over a region gives the code ranges of every
+//! candidate's parts, so a level of cuts costs a few passes per QI plus m^2
+//! table updates per row; the parts of large regions are cut in parallel
+//! (rayon), with the same result for any thread count.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -233,44 +234,91 @@ impl Cutter<'_> {
     /// Granularity of the tightest cell of `rows` on one QI, as published.
     fn column_loss(&self, rows: &[u32], q: usize) -> f64 {
         let col = &self.table.columns()[q];
+        if !self.counts_distinct(q) {
+            let (lo, hi) = with_codes!(col.codes(), |c| min_max(rows, c));
+            return self.loss_of_range(q, lo, hi);
+        }
         let d = col.distinct();
         if d <= 1 {
             return 0.0;
         }
-        let codes = col.codes();
-        let m = if col.kind() == Kind::Categorical && col.hierarchy().is_none() {
-            SEEN.with_borrow_mut(|(seen, stamp)| {
-                if seen.len() < col.domain_size() {
-                    seen.resize(col.domain_size(), 0);
-                }
-                *stamp = stamp.wrapping_add(1);
-                if *stamp == 0 {
-                    seen.fill(0);
-                    *stamp = 1;
-                }
-                let mut m = 0;
-                with_codes!(codes, |codes| {
-                    for &r in rows {
-                        let c = u32::from(codes[r as usize]) as usize;
-                        if seen[c] != *stamp {
-                            seen[c] = *stamp;
-                            m += 1;
-                        }
-                    }
-                });
-                m
-            })
-        } else {
-            let (lo, hi) = with_codes!(codes, |c| min_max(rows, c));
-            match col.hierarchy() {
-                Some(h) if self.by_children(col) => {
-                    let r = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
-                    col.observed_in(r.start, r.end)
-                }
-                _ => col.observed_in(lo, hi + 1),
+        let m = SEEN.with_borrow_mut(|(seen, stamp)| {
+            if seen.len() < col.domain_size() {
+                seen.resize(col.domain_size(), 0);
             }
+            *stamp = stamp.wrapping_add(1);
+            if *stamp == 0 {
+                seen.fill(0);
+                *stamp = 1;
+            }
+            let mut m = 0usize;
+            with_codes!(col.codes(), |codes| {
+                for &r in rows {
+                    let c = u32::from(codes[r as usize]) as usize;
+                    if seen[c] != *stamp {
+                        seen[c] = *stamp;
+                        m += 1;
+                    }
+                }
+            });
+            m
+        });
+        (m.saturating_sub(1)) as f64 / (d - 1) as f64
+    }
+
+    /// Whether [`Cutter::column_loss`] counts distinct codes on this QI
+    /// (else it only needs the smallest and largest code).
+    fn counts_distinct(&self, q: usize) -> bool {
+        let col = &self.table.columns()[q];
+        col.kind() == Kind::Categorical && col.hierarchy().is_none()
+    }
+
+    /// [`Cutter::column_loss`] of rows whose codes on QI `q` span `lo..=hi`,
+    /// for a QI that does not count distinct codes.
+    fn loss_of_range(&self, q: usize, lo: u32, hi: u32) -> f64 {
+        let col = &self.table.columns()[q];
+        let d = col.distinct();
+        if d <= 1 {
+            return 0.0;
+        }
+        let m = match col.hierarchy() {
+            Some(h) if self.by_children(col) => {
+                let r = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
+                col.observed_in(r.start, r.end)
+            }
+            _ => col.observed_in(lo, hi + 1),
         };
         (m.saturating_sub(1)) as f64 / (d - 1) as f64
+    }
+
+    /// The loss of a cut's parts (`rows` as the cut left them), summed over
+    /// every QI and weighted by part size. With `ranges`, a part made of
+    /// whole codes of `q` takes its code range on each QI from the ranges
+    /// of its codes instead of a pass per QI over its rows.
+    fn cut_loss(&self, rows: &[u32], q: usize, cut: &Cut, ranges: Option<&CodeRanges>) -> f64 {
+        let n_qi = self.table.n_qi();
+        let mut loss = 0.0;
+        let mut s = 0;
+        for &len in &cut.parts {
+            let part = &rows[s..s + len];
+            let spans = ranges
+                .filter(|_| !cut.relaxed)
+                .and_then(|r| r.of_part(self.table, part, q));
+            loss += match spans {
+                Some(spans) => (0..n_qi)
+                    .map(|c| {
+                        if self.counts_distinct(c) {
+                            self.column_loss(part, c)
+                        } else {
+                            self.loss_of_range(c, spans[c].0, spans[c].1)
+                        }
+                    })
+                    .sum::<f64>(),
+                None => (0..n_qi).map(|c| self.column_loss(part, c)).sum::<f64>(),
+            } * len as f64;
+            s += len;
+        }
+        loss
     }
 
     /// The normalised width of a region on a QI (the paper's choice rule):
@@ -308,16 +356,11 @@ impl Cutter<'_> {
             CutChoice::Widest => widths.into_iter().find_map(|(_, q)| self.try_cut(rows, q)),
             CutChoice::LeastLoss => {
                 let mut best: Option<(f64, usize)> = None;
-                for &(_, q) in &widths {
+                let candidates: Vec<usize> = widths.iter().map(|&(_, q)| q).collect();
+                let ranges = CodeRanges::of(self.table, rows, &candidates);
+                for &q in &candidates {
                     if let Some(cut) = self.try_cut(rows, q) {
-                        let mut loss = 0.0;
-                        let mut s = 0;
-                        for len in cut.parts {
-                            let part = &rows[s..s + len];
-                            loss += (0..n_qi).map(|c| self.column_loss(part, c)).sum::<f64>()
-                                * len as f64;
-                            s += len;
-                        }
+                        let loss = self.cut_loss(rows, q, &cut, ranges.as_ref());
                         if best.is_none_or(|(b, _)| loss < b - 1e-9) {
                             best = Some((loss, q));
                         }
@@ -445,6 +488,98 @@ impl Cutter<'_> {
                 .collect(),
             relaxed: false,
         })
+    }
+}
+
+/// Rows gathered per chunk when [`CodeRanges`] reads a region.
+const GATHER_ROWS: usize = 1024;
+
+/// For each code of each candidate QI, the smallest and largest code on
+/// every QI among a region's rows with that code: one pass over the region
+/// gives every candidate part's code ranges.
+struct CodeRanges {
+    n_qi: usize,
+    /// Per QI: its smallest code in the region and where its codes' entries
+    /// start in `spans` (`usize::MAX`: not a candidate).
+    lo: Vec<u32>,
+    start: Vec<usize>,
+    /// `(smallest, largest)` code per (candidate code, QI).
+    spans: Vec<(u32, u32)>,
+}
+
+impl CodeRanges {
+    /// The ranges of `rows` for the `candidates` QIs; `None` when the table
+    /// of ranges would not be smaller than the region (then a pass per QI
+    /// over a part costs no more).
+    fn of(table: &QiTable, rows: &[u32], candidates: &[usize]) -> Option<Self> {
+        let n_qi = table.n_qi();
+        let columns = table.columns();
+        let mut lo = vec![0; n_qi];
+        let mut start = vec![usize::MAX; n_qi];
+        let mut size = 0;
+        for &q in candidates {
+            let (a, b) = with_codes!(columns[q].codes(), |c| min_max(rows, c));
+            lo[q] = a;
+            start[q] = size;
+            size += (b - a) as usize + 1;
+            if size * n_qi > rows.len() {
+                return None;
+            }
+        }
+        let mut spans = vec![(u32::MAX, 0u32); size * n_qi];
+        let mut gathered = vec![0u32; GATHER_ROWS * n_qi];
+        for chunk in rows.chunks(GATHER_ROWS) {
+            for (c, col) in columns.iter().enumerate() {
+                with_codes!(col.codes(), |codes| {
+                    for (i, &r) in chunk.iter().enumerate() {
+                        gathered[i * n_qi + c] = codes[r as usize].into();
+                    }
+                });
+            }
+            for row in gathered.chunks(n_qi).take(chunk.len()) {
+                for &q in candidates {
+                    let at = (start[q] + (row[q] - lo[q]) as usize) * n_qi;
+                    for (span, &code) in spans[at..at + n_qi].iter_mut().zip(row) {
+                        span.0 = span.0.min(code);
+                        span.1 = span.1.max(code);
+                    }
+                }
+            }
+        }
+        Some(CodeRanges {
+            n_qi,
+            lo,
+            start,
+            spans,
+        })
+    }
+
+    /// The code range on every QI of `part`, whose rows hold every row of
+    /// the region with their code on QI `q`.
+    fn of_part(&self, table: &QiTable, part: &[u32], q: usize) -> Option<Vec<(u32, u32)>> {
+        if self.start[q] == usize::MAX {
+            return None;
+        }
+        let n_qi = self.n_qi;
+        let mut out = vec![(u32::MAX, 0u32); n_qi];
+        let mut seen: Vec<bool> = Vec::new();
+        with_codes!(table.columns()[q].codes(), |codes| {
+            for &r in part {
+                let x = (u32::from(codes[r as usize]) - self.lo[q]) as usize;
+                if x >= seen.len() {
+                    seen.resize(x + 1, false);
+                }
+                seen[x] = true;
+            }
+        });
+        for (x, _) in seen.iter().enumerate().filter(|(_, &s)| s) {
+            let at = (self.start[q] + x) * n_qi;
+            for (o, span) in out.iter_mut().zip(&self.spans[at..at + n_qi]) {
+                o.0 = o.0.min(span.0);
+                o.1 = o.1.max(span.1);
+            }
+        }
+        Some(out)
     }
 }
 
