@@ -45,9 +45,11 @@
 //! `numeric = "hierarchy"`, `top_up = true` and `tidy = true`: every
 //! published value is a hierarchy node ([`Mondrian::hierarchy_bound`]).
 //!
-//! Sorting a region once per candidate cut keeps a run at O(m n log^2 n);
-//! the parts of large regions are cut in parallel (rayon), with the same
-//! result for any thread count.
+//! Each candidate cut orders a region by counting its codes (no comparison
+//! sort), and one pass over a region gives the code ranges of every
+//! candidate's parts, so a level of cuts costs a few passes per QI plus m^2
+//! table updates per row; the parts of large regions are cut in parallel
+//! (rayon), with the same result for any thread count.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -259,6 +261,8 @@ const PARALLEL_REGION: usize = 4096;
 thread_local! {
     /// Scratch for counting distinct codes: `seen[c] == stamp` when seen.
     static SEEN: RefCell<(Vec<u32>, u32)> = const { RefCell::new((Vec::new(), 0)) };
+    /// Scratch for the counting sort of a region's rows.
+    static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
 /// An allowed cut: the parts' lengths, in the order the rows were left.
@@ -320,44 +324,91 @@ impl Cutter<'_> {
     /// Granularity of the tightest cell of `rows` on one QI, as published.
     fn column_loss(&self, rows: &[u32], q: usize) -> f64 {
         let col = &self.table.columns()[q];
+        if !self.counts_distinct(q) {
+            let (lo, hi) = with_codes!(col.codes(), |c| min_max(rows, c));
+            return self.loss_of_range(q, lo, hi);
+        }
         let d = col.distinct();
         if d <= 1 {
             return 0.0;
         }
-        let codes = col.codes();
-        let m = if col.kind() == Kind::Categorical && col.hierarchy().is_none() {
-            SEEN.with_borrow_mut(|(seen, stamp)| {
-                if seen.len() < col.domain_size() {
-                    seen.resize(col.domain_size(), 0);
-                }
-                *stamp = stamp.wrapping_add(1);
-                if *stamp == 0 {
-                    seen.fill(0);
-                    *stamp = 1;
-                }
-                let mut m = 0;
-                with_codes!(codes, |codes| {
-                    for &r in rows {
-                        let c = u32::from(codes[r as usize]) as usize;
-                        if seen[c] != *stamp {
-                            seen[c] = *stamp;
-                            m += 1;
-                        }
-                    }
-                });
-                m
-            })
-        } else {
-            let (lo, hi) = with_codes!(codes, |c| min_max(rows, c));
-            match col.hierarchy() {
-                Some(h) if self.by_children(col) => {
-                    let r = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
-                    col.observed_in(r.start, r.end)
-                }
-                _ => col.observed_in(lo, hi + 1),
+        let m = SEEN.with_borrow_mut(|(seen, stamp)| {
+            if seen.len() < col.domain_size() {
+                seen.resize(col.domain_size(), 0);
             }
+            *stamp = stamp.wrapping_add(1);
+            if *stamp == 0 {
+                seen.fill(0);
+                *stamp = 1;
+            }
+            let mut m = 0usize;
+            with_codes!(col.codes(), |codes| {
+                for &r in rows {
+                    let c = u32::from(codes[r as usize]) as usize;
+                    if seen[c] != *stamp {
+                        seen[c] = *stamp;
+                        m += 1;
+                    }
+                }
+            });
+            m
+        });
+        (m.saturating_sub(1)) as f64 / (d - 1) as f64
+    }
+
+    /// Whether [`Cutter::column_loss`] counts distinct codes on this QI
+    /// (else it only needs the smallest and largest code).
+    fn counts_distinct(&self, q: usize) -> bool {
+        let col = &self.table.columns()[q];
+        col.kind() == Kind::Categorical && col.hierarchy().is_none()
+    }
+
+    /// [`Cutter::column_loss`] of rows whose codes on QI `q` span `lo..=hi`,
+    /// for a QI that does not count distinct codes.
+    fn loss_of_range(&self, q: usize, lo: u32, hi: u32) -> f64 {
+        let col = &self.table.columns()[q];
+        let d = col.distinct();
+        if d <= 1 {
+            return 0.0;
+        }
+        let m = match col.hierarchy() {
+            Some(h) if self.by_children(col) => {
+                let r = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
+                col.observed_in(r.start, r.end)
+            }
+            _ => col.observed_in(lo, hi + 1),
         };
         (m.saturating_sub(1)) as f64 / (d - 1) as f64
+    }
+
+    /// The loss of a cut's parts (`rows` as the cut left them), summed over
+    /// every QI and weighted by part size. With `ranges`, a part made of
+    /// whole codes of `q` takes its code range on each QI from the ranges
+    /// of its codes instead of a pass per QI over its rows.
+    fn cut_loss(&self, rows: &[u32], q: usize, cut: &Cut, ranges: Option<&CodeRanges>) -> f64 {
+        let n_qi = self.table.n_qi();
+        let mut loss = 0.0;
+        let mut s = 0;
+        for &len in &cut.parts {
+            let part = &rows[s..s + len];
+            let spans = ranges
+                .filter(|_| !cut.relaxed)
+                .and_then(|r| r.of_part(self.table, part, q));
+            loss += match spans {
+                Some(spans) => (0..n_qi)
+                    .map(|c| {
+                        if self.counts_distinct(c) {
+                            self.column_loss(part, c)
+                        } else {
+                            self.loss_of_range(c, spans[c].0, spans[c].1)
+                        }
+                    })
+                    .sum::<f64>(),
+                None => (0..n_qi).map(|c| self.column_loss(part, c)).sum::<f64>(),
+            } * len as f64;
+            s += len;
+        }
+        loss
     }
 
     /// The normalised width of a region on a QI (the paper's choice rule):
@@ -395,16 +446,11 @@ impl Cutter<'_> {
             CutChoice::Widest => widths.into_iter().find_map(|(_, q)| self.try_cut(rows, q)),
             CutChoice::LeastLoss => {
                 let mut best: Option<(f64, usize)> = None;
-                for &(_, q) in &widths {
+                let candidates: Vec<usize> = widths.iter().map(|&(_, q)| q).collect();
+                let ranges = CodeRanges::of(self.table, rows, &candidates);
+                for &q in &candidates {
                     if let Some(cut) = self.try_cut(rows, q) {
-                        let mut loss = 0.0;
-                        let mut s = 0;
-                        for len in cut.parts {
-                            let part = &rows[s..s + len];
-                            loss += (0..n_qi).map(|c| self.column_loss(part, c)).sum::<f64>()
-                                * len as f64;
-                            s += len;
-                        }
+                        let loss = self.cut_loss(rows, q, &cut, ranges.as_ref());
                         if best.is_none_or(|(b, _)| loss < b - 1e-9) {
                             best = Some((loss, q));
                         }
@@ -418,12 +464,27 @@ impl Cutter<'_> {
 
     /// Median cut of an ordered QI: the boundary between distinct values
     /// closest to the middle that leaves both parts acceptable; failing that
-    /// (relaxed mode) the exact median.
+    /// (relaxed mode) the exact median, where the rows of the median value
+    /// with the lowest row numbers go left.
     fn cut_at_median(&self, rows: &mut [u32], q: usize) -> Option<Cut> {
-        let mut boundaries =
-            with_codes!(self.table.columns()[q].codes(), |c| sort_by_code(rows, c))?;
+        let codes = self.table.columns()[q].codes();
+        let (lo, hi) = with_codes!(codes, |c| min_max(rows, c));
+        if lo == hi {
+            return None;
+        }
+        let ends = with_codes!(codes, |c| counting_sort(
+            rows,
+            c,
+            (hi - lo) as usize + 1,
+            |code| (code - lo) as usize
+        ));
         let n = rows.len();
         let mid = n / 2;
+        let mut boundaries: Vec<usize> = ends.iter().copied().filter(|&e| e < n).collect();
+        boundaries.dedup();
+        let median_run = boundaries.partition_point(|&b| b <= mid);
+        let median_start = median_run.checked_sub(1).map_or(0, |i| boundaries[i]);
+        boundaries.retain(|&b| b > 0);
         boundaries.sort_by_key(|&b| (b.abs_diff(mid), b));
         for b in boundaries {
             let (left, right) = rows.split_at(b);
@@ -435,6 +496,10 @@ impl Cutter<'_> {
             }
         }
         if self.params.relaxed {
+            if mid > median_start {
+                let median_end = ends.iter().copied().find(|&e| e > mid).unwrap_or(n);
+                rows[median_start..median_end].select_nth_unstable(mid - median_start - 1);
+            }
             let (left, right) = rows.split_at(mid);
             if self.accepts(left) && self.accepts(right) {
                 return Some(Cut {
@@ -458,7 +523,21 @@ impl Cutter<'_> {
         if starts.len() < 2 {
             return None;
         }
-        let runs = with_codes!(codes, |c| runs_by_child(rows, c, &starts));
+        let child_of: Vec<usize> = (lo..=hi)
+            .map(|code| starts.partition_point(|&s| s <= code) - 1)
+            .collect();
+        let ends = with_codes!(codes, |c| counting_sort(rows, c, starts.len(), |code| {
+            child_of[(code - lo) as usize]
+        }));
+        let runs: Vec<(usize, usize)> = ends
+            .iter()
+            .scan(0, |start, &end| {
+                let run = (*start, end);
+                *start = end;
+                Some(run)
+            })
+            .filter(|&(a, b)| a < b)
+            .collect();
         let (big, small): (Vec<_>, Vec<_>) =
             runs.iter().partition(|&&(a, b)| self.accepts(&rows[a..b]));
         let mut groups: Vec<Vec<(usize, usize)>> = big.into_iter().map(|r| vec![r]).collect();
@@ -764,6 +843,98 @@ impl Cutter<'_> {
     }
 }
 
+/// Rows gathered per chunk when [`CodeRanges`] reads a region.
+const GATHER_ROWS: usize = 1024;
+
+/// For each code of each candidate QI, the smallest and largest code on
+/// every QI among a region's rows with that code: one pass over the region
+/// gives every candidate part's code ranges.
+struct CodeRanges {
+    n_qi: usize,
+    /// Per QI: its smallest code in the region and where its codes' entries
+    /// start in `spans` (`usize::MAX`: not a candidate).
+    lo: Vec<u32>,
+    start: Vec<usize>,
+    /// `(smallest, largest)` code per (candidate code, QI).
+    spans: Vec<(u32, u32)>,
+}
+
+impl CodeRanges {
+    /// The ranges of `rows` for the `candidates` QIs; `None` when the table
+    /// of ranges would not be smaller than the region (then a pass per QI
+    /// over a part costs no more).
+    fn of(table: &QiTable, rows: &[u32], candidates: &[usize]) -> Option<Self> {
+        let n_qi = table.n_qi();
+        let columns = table.columns();
+        let mut lo = vec![0; n_qi];
+        let mut start = vec![usize::MAX; n_qi];
+        let mut size = 0;
+        for &q in candidates {
+            let (a, b) = with_codes!(columns[q].codes(), |c| min_max(rows, c));
+            lo[q] = a;
+            start[q] = size;
+            size += (b - a) as usize + 1;
+            if size * n_qi > rows.len() {
+                return None;
+            }
+        }
+        let mut spans = vec![(u32::MAX, 0u32); size * n_qi];
+        let mut gathered = vec![0u32; GATHER_ROWS * n_qi];
+        for chunk in rows.chunks(GATHER_ROWS) {
+            for (c, col) in columns.iter().enumerate() {
+                with_codes!(col.codes(), |codes| {
+                    for (i, &r) in chunk.iter().enumerate() {
+                        gathered[i * n_qi + c] = codes[r as usize].into();
+                    }
+                });
+            }
+            for row in gathered.chunks(n_qi).take(chunk.len()) {
+                for &q in candidates {
+                    let at = (start[q] + (row[q] - lo[q]) as usize) * n_qi;
+                    for (span, &code) in spans[at..at + n_qi].iter_mut().zip(row) {
+                        span.0 = span.0.min(code);
+                        span.1 = span.1.max(code);
+                    }
+                }
+            }
+        }
+        Some(CodeRanges {
+            n_qi,
+            lo,
+            start,
+            spans,
+        })
+    }
+
+    /// The code range on every QI of `part`, whose rows hold every row of
+    /// the region with their code on QI `q`.
+    fn of_part(&self, table: &QiTable, part: &[u32], q: usize) -> Option<Vec<(u32, u32)>> {
+        if self.start[q] == usize::MAX {
+            return None;
+        }
+        let n_qi = self.n_qi;
+        let mut out = vec![(u32::MAX, 0u32); n_qi];
+        let mut seen: Vec<bool> = Vec::new();
+        with_codes!(table.columns()[q].codes(), |codes| {
+            for &r in part {
+                let x = (u32::from(codes[r as usize]) - self.lo[q]) as usize;
+                if x >= seen.len() {
+                    seen.resize(x + 1, false);
+                }
+                seen[x] = true;
+            }
+        });
+        for (x, _) in seen.iter().enumerate().filter(|(_, &s)| s) {
+            let at = (self.start[q] + x) * n_qi;
+            for (o, span) in out.iter_mut().zip(&self.spans[at..at + n_qi]) {
+                o.0 = o.0.min(span.0);
+                o.1 = o.1.max(span.1);
+            }
+        }
+        Some(out)
+    }
+}
+
 fn shift(regions: Vec<(usize, usize)>, by: usize) -> Vec<(usize, usize)> {
     regions.into_iter().map(|(a, b)| (a + by, b + by)).collect()
 }
@@ -776,34 +947,444 @@ fn min_max<T: Code>(rows: &[u32], codes: &[T]) -> (u32, u32) {
     })
 }
 
-/// Sorts `rows` by code, then row, and gives the positions where the code
-/// changes; `None` when every row has the same code.
-fn sort_by_code<T: Code>(rows: &mut [u32], codes: &[T]) -> Option<Vec<usize>> {
-    rows.sort_unstable_by_key(|&r| (codes[r as usize], r));
-    let n = rows.len();
-    if codes[rows[0] as usize] == codes[rows[n - 1] as usize] {
-        return None;
+/// Sorts `rows` stably by `key` of their code (below `n_keys`): one
+/// counting pass and one scatter instead of a comparison sort, so a cut
+/// costs O(rows). Gives where each key's run ends.
+fn counting_sort<T: Code>(
+    rows: &mut [u32],
+    codes: &[T],
+    n_keys: usize,
+    key: impl Fn(u32) -> usize,
+) -> Vec<usize> {
+    let mut ends = vec![0usize; n_keys];
+    for &r in rows.iter() {
+        ends[key(codes[r as usize].into())] += 1;
     }
-    Some(
-        (1..n)
-            .filter(|&i| codes[rows[i] as usize] != codes[rows[i - 1] as usize])
-            .collect(),
-    )
+    let mut next = Vec::with_capacity(n_keys);
+    let mut end = 0;
+    for count in &mut ends {
+        next.push(end);
+        end += *count;
+        *count = end;
+    }
+    SCRATCH.with_borrow_mut(|scratch| {
+        scratch.clear();
+        scratch.resize(rows.len(), 0);
+        for &r in rows.iter() {
+            let k = key(codes[r as usize].into());
+            scratch[next[k]] = r;
+            next[k] += 1;
+        }
+        rows.copy_from_slice(scratch);
+    });
+    ends
 }
 
-/// Sorts `rows` by the hierarchy child their code falls in (`starts`: each
-/// child's first leaf, ascending), then by row, and gives each child's run
-/// of positions.
-fn runs_by_child<T: Code>(rows: &mut [u32], codes: &[T], starts: &[u32]) -> Vec<(usize, usize)> {
-    let child_of = |r: u32| starts.partition_point(|&s| s <= codes[r as usize].into()) - 1;
-    rows.sort_unstable_by_key(|&r| (child_of(r), r));
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut s = 0;
-    for i in 1..=rows.len() {
-        if i == rows.len() || child_of(rows[i]) != child_of(rows[i - 1]) {
-            runs.push((s, i));
-            s = i;
+#[cfg(test)]
+mod tests {
+    //! The counting cuts against the comparison-sort cuts they replaced:
+    //! the same boundaries, parts and rows, cut by cut and over whole runs,
+    //! so releases stay byte-identical.
+
+    use std::sync::Arc;
+
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use rustc_hash::FxHashMap;
+
+    use super::*;
+    use crate::hierarchy::Hierarchy;
+    use crate::privacy::{DistinctLDiversity, EntropyLDiversity};
+    use crate::spec::JobSpec;
+
+    /// The sort-based cuts as they were before counting (reference only).
+    mod reference {
+        use super::*;
+
+        pub fn try_cut(cutter: &Cutter<'_>, rows: &mut [u32], q: usize) -> Option<Cut> {
+            if cutter.by_children(&cutter.table.columns()[q]) {
+                cut_by_children(cutter, rows, q)
+            } else {
+                cut_at_median(cutter, rows, q)
+            }
+        }
+
+        fn cut_at_median(cutter: &Cutter<'_>, rows: &mut [u32], q: usize) -> Option<Cut> {
+            let mut boundaries =
+                with_codes!(cutter.table.columns()[q].codes(), |c| sort_by_code(rows, c))?;
+            let n = rows.len();
+            let mid = n / 2;
+            boundaries.sort_by_key(|&b| (b.abs_diff(mid), b));
+            for b in boundaries {
+                let (left, right) = rows.split_at(b);
+                if cutter.accepts(left) && cutter.accepts(right) {
+                    return Some(Cut {
+                        parts: vec![b, n - b],
+                        relaxed: false,
+                    });
+                }
+            }
+            if cutter.params.relaxed {
+                let (left, right) = rows.split_at(mid);
+                if cutter.accepts(left) && cutter.accepts(right) {
+                    return Some(Cut {
+                        parts: vec![mid, n - mid],
+                        relaxed: true,
+                    });
+                }
+            }
+            None
+        }
+
+        fn cut_by_children(cutter: &Cutter<'_>, rows: &mut [u32], q: usize) -> Option<Cut> {
+            let col = &cutter.table.columns()[q];
+            let h = col.hierarchy()?;
+            let codes = col.codes();
+            let (lo, hi) = with_codes!(codes, |c| min_max(rows, c));
+            let node = h.lca(NodeId(lo), NodeId(hi));
+            let starts: Vec<u32> = h.children(node).map(|c| h.leaves(c).start).collect();
+            if starts.len() < 2 {
+                return None;
+            }
+            let runs = with_codes!(codes, |c| runs_by_child(rows, c, &starts));
+            let (big, small): (Vec<_>, Vec<_>) = runs
+                .iter()
+                .partition(|&&(a, b)| cutter.accepts(&rows[a..b]));
+            let mut groups: Vec<Vec<(usize, usize)>> = big.into_iter().map(|r| vec![r]).collect();
+            if !small.is_empty() {
+                let pool: Vec<u32> = small
+                    .iter()
+                    .flat_map(|&(a, b)| rows[a..b].iter().copied())
+                    .collect();
+                if cutter.accepts(&pool) {
+                    groups.push(small);
+                } else {
+                    let size =
+                        |g: &Vec<(usize, usize)>| g.iter().map(|(a, b)| b - a).sum::<usize>();
+                    let smallest = (0..groups.len()).min_by_key(|&i| (size(&groups[i]), i))?;
+                    groups[smallest].extend(small);
+                    let merged: Vec<u32> = groups[smallest]
+                        .iter()
+                        .flat_map(|&(a, b)| rows[a..b].iter().copied())
+                        .collect();
+                    if !cutter.accepts(&merged) {
+                        return None;
+                    }
+                }
+            }
+            if groups.len() < 2 {
+                return None;
+            }
+            let reordered: Vec<u32> = groups
+                .iter()
+                .flat_map(|g| g.iter().flat_map(|&(a, b)| rows[a..b].iter().copied()))
+                .collect();
+            rows.copy_from_slice(&reordered);
+            Some(Cut {
+                parts: groups
+                    .iter()
+                    .map(|g| g.iter().map(|(a, b)| b - a).sum())
+                    .collect(),
+                relaxed: false,
+            })
+        }
+
+        fn sort_by_code<T: Code>(rows: &mut [u32], codes: &[T]) -> Option<Vec<usize>> {
+            rows.sort_unstable_by_key(|&r| (codes[r as usize], r));
+            let n = rows.len();
+            if codes[rows[0] as usize] == codes[rows[n - 1] as usize] {
+                return None;
+            }
+            Some(
+                (1..n)
+                    .filter(|&i| codes[rows[i] as usize] != codes[rows[i - 1] as usize])
+                    .collect(),
+            )
+        }
+
+        fn runs_by_child<T: Code>(
+            rows: &mut [u32],
+            codes: &[T],
+            starts: &[u32],
+        ) -> Vec<(usize, usize)> {
+            let child_of = |r: u32| starts.partition_point(|&s| s <= codes[r as usize].into()) - 1;
+            rows.sort_unstable_by_key(|&r| (child_of(r), r));
+            let mut runs: Vec<(usize, usize)> = Vec::new();
+            let mut s = 0;
+            for i in 1..=rows.len() {
+                if i == rows.len() || child_of(rows[i]) != child_of(rows[i - 1]) {
+                    runs.push((s, i));
+                    s = i;
+                }
+            }
+            runs
+        }
+
+        /// `Cutter::best_cut` with the reference cuts.
+        fn best_cut(cutter: &Cutter<'_>, rows: &mut [u32]) -> Option<Cut> {
+            let n_qi = cutter.table.n_qi();
+            let mut widths: Vec<(f64, usize)> = (0..n_qi)
+                .map(|q| (cutter.width(rows, q), q))
+                .filter(|(w, _)| *w > 0.0)
+                .collect();
+            widths.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            match cutter.params.cut {
+                CutChoice::Widest => widths
+                    .into_iter()
+                    .find_map(|(_, q)| try_cut(cutter, rows, q)),
+                CutChoice::LeastLoss => {
+                    let mut best: Option<(f64, usize)> = None;
+                    for &(_, q) in &widths {
+                        if let Some(cut) = try_cut(cutter, rows, q) {
+                            let mut loss = 0.0;
+                            let mut s = 0;
+                            for len in cut.parts {
+                                let part = &rows[s..s + len];
+                                loss += (0..n_qi).map(|c| cutter.column_loss(part, c)).sum::<f64>()
+                                    * len as f64;
+                                s += len;
+                            }
+                            if best.is_none_or(|(b, _)| loss < b - 1e-9) {
+                                best = Some((loss, q));
+                            }
+                        }
+                    }
+                    let (_, q) = best?;
+                    try_cut(cutter, rows, q)
+                }
+            }
+        }
+
+        /// `Cutter::split` with the reference cuts, on one thread.
+        pub fn split(cutter: &Cutter<'_>, rows: &mut [u32]) -> Vec<(usize, usize)> {
+            let Some(cut) = best_cut(cutter, rows) else {
+                return vec![(0, rows.len())];
+            };
+            let mut out = Vec::new();
+            let mut offset = 0;
+            for len in cut.parts {
+                let part = &mut rows[offset..offset + len];
+                out.extend(shift(split(cutter, part), offset));
+                offset += len;
+            }
+            out
         }
     }
-    runs
+
+    /// Leaves `c0..c{n}` under groups of three, under halves, under `*`.
+    fn hierarchy(n: usize) -> Arc<Hierarchy> {
+        let csv: String = (0..n)
+            .map(|i| format!("c{i};g{};h{};*\n", i / 3, i / 6))
+            .collect();
+        Arc::new(Hierarchy::from_csv("h.csv", &csv, ';').unwrap())
+    }
+
+    /// A random table: numeric QIs with and without intervals, a categorical
+    /// QI without and two with a hierarchy, skewed so that some hierarchy
+    /// children are rare, and a sensitive column.
+    fn random_table(rng: &mut ChaCha8Rng, n: usize, numeric: &str) -> QiTable {
+        let spec: JobSpec = serde_json::from_str(&format!(
+            r#"{{"attributes": [
+                {{"name": "age", "role": "qi", "type": "numeric", "intervals": [5, 10]}},
+                {{"name": "zip", "role": "qi", "type": "numeric"}},
+                {{"name": "job", "role": "qi"}},
+                {{"name": "city", "role": "qi", "hierarchy": "city.csv"}},
+                {{"name": "land", "role": "qi", "hierarchy": "land.csv"}},
+                {{"name": "disease", "role": "sensitive"}}],
+               "algorithm": {{"name": "mondrian", "params": {{"numeric": "{numeric}"}}}}}}"#
+        ))
+        .unwrap();
+        let hierarchies: FxHashMap<String, Arc<Hierarchy>> = [
+            ("city.csv".to_string(), hierarchy(14)),
+            ("land.csv".to_string(), hierarchy(5)),
+        ]
+        .into_iter()
+        .collect();
+        let ages = rng.gen_range(2..60);
+        let ages = if rng.gen_bool(0.5) {
+            ages
+        } else {
+            ages % 4 + 1
+        };
+        let jobs = rng.gen_range(2..9);
+        let mut cols: Vec<Vec<String>> = vec![Vec::new(); 6];
+        for _ in 0..n {
+            let skewed = |rng: &mut ChaCha8Rng, d: usize| {
+                let x: f64 = rng.gen();
+                ((x * x * x) * d as f64) as usize
+            };
+            cols[0].push((17 + skewed(rng, ages)).to_string());
+            cols[1].push((10_000 + skewed(rng, 40) * 7).to_string());
+            cols[2].push(format!("job{}", skewed(rng, jobs)));
+            cols[3].push(format!("c{}", skewed(rng, 14)));
+            cols[4].push(format!("c{}", rng.gen_range(0..5)));
+            cols[5].push(format!("d{}", skewed(rng, 6)));
+        }
+        let names = ["age", "zip", "job", "city", "land", "disease"];
+        let columns: Vec<(&str, Vec<&str>)> = names
+            .iter()
+            .zip(&cols)
+            .map(|(n, c)| (*n, c.iter().map(String::as_str).collect()))
+            .collect();
+        QiTable::from_string_columns(&spec, &hierarchies, &columns).unwrap()
+    }
+
+    /// k up to 11, or (for many relaxed cuts) up to half the rows.
+    fn privacy(rng: &mut ChaCha8Rng, n: usize) -> Privacy {
+        let k = if rng.gen_bool(0.5) {
+            rng.gen_range(1..12)
+        } else {
+            rng.gen_range(1..=n / 2 + 1)
+        };
+        let column = "disease".to_string();
+        match rng.gen_range(0..3) {
+            0 => Privacy::k_anonymity(k),
+            1 => Privacy::k_anonymity(k).with_model(Box::new(DistinctLDiversity {
+                column,
+                l: rng.gen_range(2..4),
+            })),
+            _ => Privacy::k_anonymity(k).with_model(Box::new(EntropyLDiversity {
+                column,
+                l: rng.gen_range(2..4),
+            })),
+        }
+    }
+
+    fn params(rng: &mut ChaCha8Rng) -> MondrianParams {
+        MondrianParams {
+            cut: if rng.gen_bool(0.5) {
+                CutChoice::LeastLoss
+            } else {
+                CutChoice::Widest
+            },
+            relaxed: rng.gen_bool(0.5),
+            numeric: if rng.gen_bool(0.5) {
+                NumericCells::Ranges
+            } else {
+                NumericCells::Hierarchy
+            },
+            top_up: false,
+            tidy: false,
+        }
+    }
+
+    fn cutter<'a>(
+        table: &'a QiTable,
+        privacy: &'a Privacy,
+        params: &'a MondrianParams,
+    ) -> Cutter<'a> {
+        Cutter {
+            table,
+            privacy,
+            params,
+            cuts: AtomicUsize::new(0),
+            relaxed_cuts: AtomicUsize::new(0),
+            cancel: crate::cancel::Cancellation::never(),
+        }
+    }
+
+    /// The parts of a cut as sets of rows.
+    fn parts(rows: &[u32], cut: &Cut) -> Vec<Vec<u32>> {
+        let mut s = 0;
+        cut.parts
+            .iter()
+            .map(|&len| {
+                let mut part = rows[s..s + len].to_vec();
+                part.sort_unstable();
+                s += len;
+                part
+            })
+            .collect()
+    }
+
+    fn regions(rows: &[u32], regions: &[(usize, usize)]) -> Vec<Vec<u32>> {
+        regions
+            .iter()
+            .map(|&(a, b)| {
+                let mut r = rows[a..b].to_vec();
+                r.sort_unstable();
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_cut_matches_the_sorting_cut() {
+        let mut rng = ChaCha8Rng::seed_from_u64(19);
+        let (mut cuts, mut relaxed, mut children) = (0, 0, 0);
+        for case in 0..1000 {
+            let params = params(&mut rng);
+            let numeric = if params.numeric == NumericCells::Hierarchy {
+                "hierarchy"
+            } else {
+                "ranges"
+            };
+            let n = rng.gen_range(2..300);
+            let table = random_table(&mut rng, n, numeric);
+            let privacy = privacy(&mut rng, n);
+            let cutter = cutter(&table, &privacy, &params);
+            for _ in 0..5 {
+                // A region: some rows in a shuffled order.
+                let mut rows: Vec<u32> = (0..n as u32).filter(|_| rng.gen_bool(0.7)).collect();
+                if rows.len() < 2 {
+                    continue;
+                }
+                for i in (1..rows.len()).rev() {
+                    rows.swap(i, rng.gen_range(0..=i));
+                }
+                for q in 0..table.n_qi() {
+                    let mut old = rows.clone();
+                    let mut new = rows.clone();
+                    let want = reference::try_cut(&cutter, &mut old, q);
+                    let got = cutter.try_cut(&mut new, q);
+                    match (want, got) {
+                        (None, None) => {}
+                        (Some(w), Some(g)) => {
+                            assert_eq!(w.parts, g.parts, "case {case}, QI {q}");
+                            assert_eq!(w.relaxed, g.relaxed, "case {case}, QI {q}");
+                            assert_eq!(parts(&old, &w), parts(&new, &g), "case {case}, QI {q}");
+                            cuts += 1;
+                            relaxed += g.relaxed as usize;
+                            children += g.parts.len().saturating_sub(2).min(1);
+                        }
+                        (w, g) => panic!(
+                            "case {case}, QI {q}: reference {:?}, counting {:?}",
+                            w.map(|c| c.parts),
+                            g.map(|c| c.parts)
+                        ),
+                    }
+                }
+            }
+        }
+        // The cases reach every kind of cut.
+        assert!(
+            cuts > 1000 && relaxed > 100 && children > 100,
+            "{cuts} {relaxed} {children}"
+        );
+    }
+
+    #[test]
+    fn whole_runs_match_the_sorting_cuts() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        for case in 0..150 {
+            let params = params(&mut rng);
+            let numeric = if params.numeric == NumericCells::Hierarchy {
+                "hierarchy"
+            } else {
+                "ranges"
+            };
+            let n = rng.gen_range(2..6000);
+            let table = random_table(&mut rng, n, numeric);
+            let privacy = privacy(&mut rng, n);
+            let cutter = cutter(&table, &privacy, &params);
+            let mut rows: Vec<u32> = (0..n as u32).collect();
+            if !cutter.accepts(&rows) {
+                continue;
+            }
+            let mut old = rows.clone();
+            let want = reference::split(&cutter, &mut old);
+            let got = cutter.split(&mut rows);
+            assert_eq!(regions(&old, &want), regions(&rows, &got), "case {case}");
+        }
+    }
 }
