@@ -57,6 +57,8 @@ fn main() {
         "timings": result.timings,
         "details": result.details,
         "groups": partition.n_groups(),
+        "ncp": result.report.ncp,
+        "granularity": result.report.granularity,
         "partition_sha256": format!("{:x}", hash.finalize()),
     });
     println!("{}", serde_json::to_string_pretty(&out).unwrap());

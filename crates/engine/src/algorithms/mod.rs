@@ -62,6 +62,14 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// [`Error::Unsatisfiable`] when the model cannot be met; [`Error::Spec`]
     /// for a job the algorithm cannot honour.
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome>;
+
+    /// The parameters of the top-down cuts the algorithm makes itself
+    /// (Mondrian's), so that a block-wise run cuts its blocks the same way
+    /// and each block continues those cuts ([`partitioned`]); `None` for
+    /// algorithms that do not cut top-down.
+    fn top_down_cuts(&self) -> Option<&mondrian::MondrianParams> {
+        None
+    }
 }
 
 /// The algorithm a job names ([`registry`]), with its parameters parsed,

@@ -183,6 +183,10 @@ impl Algorithm for Mondrian {
         self.name
     }
 
+    fn top_down_cuts(&self) -> Option<&MondrianParams> {
+        Some(&self.params)
+    }
+
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
         ctx.privacy.check_feasible(ctx.table)?;
         let mut rows = ctx.table.active_rows();
@@ -193,6 +197,7 @@ impl Algorithm for Mondrian {
             cuts: AtomicUsize::new(0),
             relaxed_cuts: AtomicUsize::new(0),
             cancel: ctx.cancel,
+            stop_at: 0,
         };
         // Mondrian publishes every active row and only cuts regions whose
         // parts satisfy the model, so the whole input must satisfy it; a
@@ -244,6 +249,41 @@ impl Algorithm for Mondrian {
     }
 }
 
+/// The blocks of a block-wise run (`partitioned`): `rows` cut as Mondrian
+/// with `params` cuts them, but only until a region has at most
+/// `block_rows` rows (a region no QI can cut stays one block, whatever its
+/// size). Mondrian run on each block then continues these very cuts, so a
+/// block-wise Mondrian publishes the whole-table partition; other
+/// algorithms get blocks whose cells follow the hierarchies. Regions come
+/// out in cut order, whatever the number of threads.
+pub(crate) fn blocks(
+    table: &QiTable,
+    privacy: &Privacy,
+    cancel: &crate::cancel::Cancellation,
+    params: &MondrianParams,
+    mut rows: Vec<u32>,
+    block_rows: usize,
+) -> Vec<Vec<u32>> {
+    let cutter = Cutter {
+        table,
+        privacy,
+        params,
+        cuts: AtomicUsize::new(0),
+        relaxed_cuts: AtomicUsize::new(0),
+        cancel,
+        stop_at: block_rows.max(1),
+    };
+    let regions = if rows.is_empty() {
+        Vec::new()
+    } else {
+        cutter.split(&mut rows)
+    };
+    regions
+        .into_iter()
+        .map(|(start, end)| rows[start..end].to_vec())
+        .collect()
+}
+
 struct Cutter<'a> {
     table: &'a QiTable,
     privacy: &'a Privacy,
@@ -251,12 +291,23 @@ struct Cutter<'a> {
     cuts: AtomicUsize,
     relaxed_cuts: AtomicUsize,
     cancel: &'a crate::cancel::Cancellation,
+    /// Regions of at most this many rows are not cut further (0: cut while
+    /// any cut is allowed); see [`blocks`].
+    stop_at: usize,
 }
 
 /// Regions smaller than this are cut on the current thread; larger ones
 /// hand their parts to rayon. The regions come out in the same order
 /// whatever the thread count.
 const PARALLEL_REGION: usize = 4096;
+
+/// Regions of more than this many rows choose the QI to cut on a sample of
+/// this many rows ([`Cutter::best_cut`]). Above every bundled data set (the
+/// whole Adult table is chosen on all its rows). On 10M generated rows
+/// (BENCHMARKS.md, "Whole-table Mondrian") every row gave NCP 0.00888 in
+/// 132 s of cuts; a sample of 2^15 rows 0.00927 (+4.4 %) in 11 s, 2^17
+/// rows 0.00898 (+1.1 %).
+const CHOICE_SAMPLE: usize = 1 << 17;
 
 thread_local! {
     /// Scratch for counting distinct codes: `seen[c] == stamp` when seen.
@@ -276,7 +327,7 @@ impl Cutter<'_> {
     /// `rows`, in row order of the depth-first traversal.
     fn split(&self, rows: &mut [u32]) -> Vec<(usize, usize)> {
         // Cancelled: stop cutting; `run` reports the cancel, never this region.
-        if self.cancel.is_cancelled() {
+        if self.cancel.is_cancelled() || rows.len() <= self.stop_at {
             return vec![(0, rows.len())];
         }
         let Some(cut) = self.best_cut(rows) else {
@@ -435,7 +486,29 @@ impl Cutter<'_> {
         }
     }
 
+    /// The cut of a region: on the QI chosen by [`Cutter::search`], made
+    /// on every row of the region. A region of more than [`CHOICE_SAMPLE`]
+    /// rows chooses its QI on an even sample of them (every `n /
+    /// CHOICE_SAMPLE`-th row, rounded up), so that choosing costs the same
+    /// at every size and a level of cuts costs one ordering pass over the
+    /// rows instead of one per candidate QI; when the chosen QI cannot cut
+    /// the whole region, the region searches on all its rows.
     fn best_cut(&self, rows: &mut [u32]) -> Option<Cut> {
+        if rows.len() > CHOICE_SAMPLE {
+            let step = rows.len().div_ceil(CHOICE_SAMPLE);
+            let mut sample: Vec<u32> = rows.iter().step_by(step).copied().collect();
+            if let Some(cut) = self
+                .search(&mut sample)
+                .and_then(|(q, _)| self.try_cut(rows, q))
+            {
+                return Some(cut);
+            }
+        }
+        self.search(rows).map(|(_, cut)| cut)
+    }
+
+    /// The QI to cut `rows` on by the job's [`CutChoice`], with its cut.
+    fn search(&self, rows: &mut [u32]) -> Option<(usize, Cut)> {
         let n_qi = self.table.n_qi();
         let mut widths: Vec<(f64, usize)> = (0..n_qi)
             .map(|q| (self.width(rows, q), q))
@@ -443,7 +516,9 @@ impl Cutter<'_> {
             .collect();
         widths.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         match self.params.cut {
-            CutChoice::Widest => widths.into_iter().find_map(|(_, q)| self.try_cut(rows, q)),
+            CutChoice::Widest => widths
+                .into_iter()
+                .find_map(|(_, q)| self.try_cut(rows, q).map(|cut| (q, cut))),
             CutChoice::LeastLoss => {
                 let mut best: Option<(f64, usize)> = None;
                 let candidates: Vec<usize> = widths.iter().map(|&(_, q)| q).collect();
@@ -457,7 +532,7 @@ impl Cutter<'_> {
                     }
                 }
                 let (_, q) = best?;
-                self.try_cut(rows, q)
+                self.try_cut(rows, q).map(|cut| (q, cut))
             }
         }
     }
@@ -1280,6 +1355,7 @@ mod tests {
             cuts: AtomicUsize::new(0),
             relaxed_cuts: AtomicUsize::new(0),
             cancel: crate::cancel::Cancellation::never(),
+            stop_at: 0,
         }
     }
 

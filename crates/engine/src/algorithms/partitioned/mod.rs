@@ -2,23 +2,24 @@
 //! (issue 10), so that algorithms quadratic in the number of classes (KACA,
 //! SBC, L-clustering) scale to tens of millions of rows.
 //!
-//! 1. **Partition.** The active rows are cut top-down as Mondrian does
-//!    (LeFevre, DeWitt, Ramakrishnan, ICDE 2006) until a region has at most
-//!    `block_size` rows. A region is cut near the median of one QI, at the
-//!    boundary between distinct values nearest the median (codes are in
-//!    value or hierarchy order) as long as it leaves both parts within the
-//!    middle half. The QI is, by `block_cut`, the one whose two parts lose
-//!    least when each is measured as one group (`"least-loss"`, default) or
-//!    the widest normalised one (`"widest"`: numeric QIs by value range,
-//!    others by the share of their observed codes the region spans). Only
-//!    when no QI has such a boundary is the region cut at the exact median
-//!    (rows ordered by code, then row number), which splits rows of equal
-//!    value. A cut is made only when both parts keep at least k rows and
-//!    are accepted by the privacy models (so with l-diversity every block
-//!    is l-diverse and its algorithm can succeed); a region no QI can cut
-//!    stays one block, whatever its size. The QI and boundary are chosen on
-//!    a sample of at most 2^15 rows of the region, copied row-major, so a
-//!    cut costs one pass over the region; halves are cut in parallel.
+//! 1. **Partition.** The active rows are cut top-down by Mondrian's own
+//!    cutter (LeFevre, DeWitt, Ramakrishnan, ICDE 2006;
+//!    `mondrian::blocks`) until a region has at most `block_size` rows:
+//!    ordered QIs at the median, hierarchical ones into the children of the
+//!    region's lowest common ancestor, so blocks never split a hierarchy
+//!    node that a class could publish. With Mondrian itself inside, its
+//!    parameters cut the blocks and each block continues the same cuts, so
+//!    the block-wise run publishes the whole-table partition (with blocks
+//!    of at most 2^17 rows, which choose their cuts on every row; `tidy`'s
+//!    post-pass stays within a block); other algorithms get Mondrian's
+//!    default cuts. `block_cut` chooses the QI of every block cut
+//!    (`"least-loss"`: the cut whose parts lose least granularity; `"widest"`:
+//!    the widest normalised QI). A cut is made only when every part keeps
+//!    at least k rows and is accepted by the privacy models (so with
+//!    l-diversity every block is l-diverse and its algorithm can succeed); a
+//!    region no QI can cut stays one block, whatever its size. A region of
+//!    more than 2^17 rows chooses its QI on a sample of them, so a level of
+//!    cuts costs about one pass over its rows; parts are cut in parallel.
 //! 2. **Cluster.** The inner algorithm runs on each block's sub-table
 //!    ([`QiTable::restrict`]: the block's rows, with the whole table's codes
 //!    and statistics, so losses and distances are the whole table's), the
@@ -34,7 +35,11 @@
 //! Selected by `block_size` in the job's `[algorithm]` section (rows per
 //! block, with `block_cut` optional), which [`wrap`] handles for the
 //! registry; a table with no more active rows than `block_size` is handed
-//! to the inner algorithm unchanged.
+//! to the inner algorithm unchanged. Without `block_size`, Mondrian runs on
+//! the whole table at every size (its blocks would be its own cuts: they
+//! save it nothing) and the clustering algorithms in blocks of
+//! [`DEFAULT_BLOCK_SIZE`] above [`AUTO_PARTITION_ROWS`] rows, where their
+//! superlinear cost makes blocks pay.
 //! Blocks, their size range and the time of each phase are in the details;
 //! while the blocks run, the blocks done so far are reported as progress
 //! (phase `"blocks"`).
@@ -45,7 +50,6 @@
 //! number of threads: cuts are deterministic and the blocks' results are
 //! joined in block order.
 
-mod blocks;
 #[cfg(test)]
 mod tests;
 
@@ -53,9 +57,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use self::blocks::Blocks;
+use crate::algorithms::mondrian::{self, CutChoice, MondrianParams};
 use crate::algorithms::registry::Capabilities;
 use crate::algorithms::{details, whole_table, Algorithm, Context, Outcome};
 use crate::encode::{EquivalenceClasses, QiTable};
@@ -67,24 +71,9 @@ use crate::spec::JobSpec;
 /// The job parameter that selects block-wise runs: rows per block.
 pub const BLOCK_SIZE: &str = "block_size";
 
-/// The job parameter that chooses how regions are cut ([`BlockCut`]).
+/// The job parameter that chooses the QI each block cut is made on
+/// ([`CutChoice`]: `"least-loss"` or `"widest"`).
 pub const BLOCK_CUT: &str = "block_cut";
-
-/// How the partition step picks the QI to cut a region on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BlockCut {
-    /// Try a cut on every QI and keep the one whose two parts, each
-    /// measured as one group, lose the least granularity (as Mondrian's
-    /// `cut = "least-loss"`). On Adult, k = 10, it keeps partitioned SBC
-    /// within 1 % of the unpartitioned NCP at 1,000-row blocks, where the
-    /// widest rule loses 8 %.
-    #[default]
-    LeastLoss,
-    /// The QI with the widest normalised range that can be cut (Mondrian's
-    /// rule).
-    Widest,
-}
 
 /// Rows per block when a job does not set [`BLOCK_SIZE`]. Chosen by
 /// measurement (RESULTS.md, "Cost of partitioning"): on Adult at k = 10,
@@ -137,26 +126,38 @@ pub fn wrap(spec: &JobSpec, capabilities: Capabilities) -> Result<Option<Box<dyn
             ),
         ));
     }
-    let rule = match spec.algorithm.params.get(BLOCK_CUT) {
-        None => BlockCut::default(),
-        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+    let rule: Option<CutChoice> = match spec.algorithm.params.get(BLOCK_CUT) {
+        None => None,
+        Some(v) => Some(serde_json::from_value(v.clone()).map_err(|_| {
             Error::spec(
                 "algorithm.block_cut",
                 "must be \"least-loss\" (default) or \"widest\"",
             )
-        })?,
+        })?),
     };
     let mut inner_spec = spec.clone();
     inner_spec.algorithm.params.remove(BLOCK_SIZE);
     inner_spec.algorithm.params.remove(BLOCK_CUT);
     let inner = whole_table(&inner_spec)?;
+    if block_size.is_none() && inner.top_down_cuts().is_some() {
+        if rule.is_some() {
+            return Err(Error::spec(
+                "algorithm.block_cut",
+                format!("`{name}` runs on the whole table unless `block_size` is set (its blocks would be its own cuts); set `block_size` or remove `block_cut`"),
+            ));
+        }
+        return Ok(Some(inner));
+    }
     let blockwise = match block_size {
         Some(0) => Partitioned::new(inner, inner_spec, usize::MAX).whole_table_up_to(usize::MAX),
         Some(b) => Partitioned::new(inner, inner_spec, b),
         None => Partitioned::new(inner, inner_spec, DEFAULT_BLOCK_SIZE)
             .whole_table_up_to(AUTO_PARTITION_ROWS),
     };
-    Ok(Some(Box::new(blockwise.with_rule(rule))))
+    Ok(Some(Box::new(match rule {
+        Some(rule) => blockwise.with_rule(rule),
+        None => blockwise,
+    })))
 }
 
 /// A local-recoding algorithm run block by block (see the module docs).
@@ -165,7 +166,8 @@ pub struct Partitioned {
     inner: Box<dyn Algorithm>,
     inner_spec: JobSpec,
     block_size: usize,
-    rule: BlockCut,
+    /// The QI choice of the block cuts when the job sets [`BLOCK_CUT`].
+    rule: Option<CutChoice>,
     /// Tables with at most this many active rows go to `inner` unchanged,
     /// with its own details (the default of jobs without `block_size`).
     whole_table_up_to: Option<usize>,
@@ -179,7 +181,7 @@ impl Partitioned {
             inner,
             inner_spec,
             block_size: block_size.max(1),
-            rule: BlockCut::default(),
+            rule: None,
             whole_table_up_to: None,
         }
     }
@@ -191,17 +193,30 @@ impl Partitioned {
         self
     }
 
-    /// Chooses how regions are cut.
-    pub fn with_rule(mut self, rule: BlockCut) -> Self {
-        self.rule = rule;
+    /// Chooses the QI each block cut is made on.
+    pub fn with_rule(mut self, rule: CutChoice) -> Self {
+        self.rule = Some(rule);
         self
+    }
+
+    /// How the blocks are cut: as the inner algorithm cuts when it cuts
+    /// top-down (Mondrian: each block then continues the same cuts), else
+    /// as Mondrian with its default parameters; the job's [`BLOCK_CUT`],
+    /// when set, chooses the QI. Cuts only, never the post-pass `tidy`.
+    fn block_cuts(&self) -> MondrianParams {
+        let mut params = self.inner.top_down_cuts().cloned().unwrap_or_default();
+        params.tidy = false;
+        if let Some(rule) = self.rule {
+            params.cut = rule;
+        }
+        params
     }
 }
 
 #[derive(Debug, Serialize)]
 struct PartitionedDetails {
     block_size: usize,
-    block_cut: BlockCut,
+    block_cut: CutChoice,
     blocks: usize,
     block_rows_min: usize,
     block_rows_max: usize,
@@ -242,13 +257,14 @@ impl Algorithm for Partitioned {
                 details,
             });
         }
-        let blocks = Blocks {
-            table: ctx.table,
-            privacy: ctx.privacy,
-            block_size: self.block_size,
-            rule: self.rule,
-        }
-        .split(rows);
+        let blocks = mondrian::blocks(
+            ctx.table,
+            ctx.privacy,
+            ctx.cancel,
+            &self.block_cuts(),
+            rows,
+            self.block_size,
+        );
         ctx.cancel.check()?;
         let partition_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
@@ -299,7 +315,7 @@ impl Partitioned {
         Ok(serde_json::json!({
             "partitioned": details(&PartitionedDetails {
                 block_size: self.block_size,
-                block_cut: self.rule,
+                block_cut: self.block_cuts().cut,
                 blocks: sizes.len(),
                 block_rows_min: sizes.iter().copied().min().unwrap_or(0),
                 block_rows_max: sizes.iter().copied().max().unwrap_or(0),

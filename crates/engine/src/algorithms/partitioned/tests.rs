@@ -202,6 +202,69 @@ fn results_do_not_depend_on_the_thread_count() {
     }
 }
 
+/// Every group as its sorted rows and published cells, in a canonical
+/// order: partitions equal up to the numbering of their groups compare
+/// equal.
+fn canonical(p: &Partition) -> Vec<(Vec<u32>, String)> {
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); p.n_groups()];
+    for (r, &g) in p.group_of_row().iter().enumerate() {
+        if g != SUPPRESSED {
+            members[g as usize].push(r as u32);
+        }
+    }
+    let mut groups: Vec<(Vec<u32>, String)> = members
+        .into_iter()
+        .enumerate()
+        .map(|(g, rows)| (rows, format!("{:?}", p.tuple(g))))
+        .collect();
+    groups.sort();
+    groups
+}
+
+#[test]
+fn mondrian_in_blocks_publishes_the_whole_table_partition() {
+    for (seed, k, block) in [(31, 5, 400), (32, 3, 97), (33, 8, 1_000)] {
+        let (spec, table) = random_table(seed, 6_000);
+        let privacy = Privacy::k_anonymity(k);
+        for cut in ["least-loss", "widest"] {
+            let mut spec = with(&spec, "mondrian", None);
+            spec.algorithm
+                .params
+                .insert("cut".into(), serde_json::json!(cut));
+            let whole = run(&spec, &table, &privacy).unwrap();
+            assert!(whole.details.get("partitioned").is_none());
+            spec.algorithm
+                .params
+                .insert(BLOCK_SIZE.into(), serde_json::json!(block));
+            let blocked = run(&spec, &table, &privacy).unwrap();
+            let blocks = blocked.details["partitioned"]["blocks"].as_u64().unwrap();
+            assert!(blocks >= 6, "seed {seed}: {blocks} blocks");
+            assert_eq!(
+                canonical(&whole.partition),
+                canonical(&blocked.partition),
+                "seed {seed}, k {k}, block {block}, cut {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mondrian_without_block_size_runs_whole_at_any_size() {
+    let (spec, _) = random_table(34, 10);
+    let registration = crate::algorithms::registry::get("mondrian").unwrap();
+    let wrapped = wrap(&with(&spec, "mondrian", None), registration.capabilities)
+        .unwrap()
+        .unwrap();
+    assert_eq!(wrapped.name(), "mondrian");
+    assert!(wrapped.top_down_cuts().is_some(), "not wrapped in blocks");
+    let mut s = with(&spec, "mondrian", None);
+    s.algorithm
+        .params
+        .insert(BLOCK_CUT.into(), serde_json::json!("widest"));
+    let err = by_name(&s).unwrap_err().to_string();
+    assert!(err.contains("algorithm.block_cut"), "{err}");
+}
+
 #[test]
 fn sbc_in_blocks_verifies() {
     let (spec, table) = random_table(7, 4_000);
