@@ -86,6 +86,27 @@ fn main() {
     let t = Instant::now();
     let result = kanon_engine::anonymize(&spec, &table).unwrap_or_else(|e| panic!("{e}"));
     let total = t.elapsed();
+    let mut sizes = result.partition.group_sizes();
+    sizes.retain(|&s| s > 0);
+    sizes.sort_unstable();
+    let k = spec.privacy.k;
+    let quantile = |p: f64| {
+        sizes
+            .get(((sizes.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+    };
+    // The published groups' sizes against k: how far the classes overshoot.
+    let group_sizes = serde_json::json!({
+        "groups": sizes.len(),
+        "min": sizes.first(),
+        "max": sizes.last(),
+        "mean": sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64,
+        "p50": quantile(0.5),
+        "p90": quantile(0.9),
+        "p99": quantile(0.99),
+        "at_least_2k": sizes.iter().filter(|&&s| s >= 2 * k).count(),
+        "rows_in_groups_of_at_least_2k": sizes.iter().filter(|&&s| s >= 2 * k).sum::<usize>(),
+    });
     let out = serde_json::json!({
         "algorithm": result.algorithm,
         "k": spec.privacy.k,
@@ -93,6 +114,7 @@ fn main() {
         "anonymize_s": total.as_secs_f64(),
         "timings": result.timings,
         "details": result.details,
+        "group_sizes": group_sizes,
         "verified": result.verified,
         "report": result.report,
     });

@@ -16,6 +16,16 @@
 //!    (`[min-max]` for ordered QIs, value sets for unordered ones), or
 //!    through the QIs' hierarchies with `generalisation = "hierarchy"`.
 //!
+//! Not the paper's, on by default (`oversize = "split"`, [`Oversize`]):
+//! between steps 3 and 4 every cluster with room for two accepted classes
+//! (`>= 2k` rows) is cut, Mondrian-like, into accepted parts, each published
+//! at its own tighter generalisation; a cluster no cut can split (on Adult:
+//! one row of the rarer salary class among `2k` or more) is re-cut together
+//! with its closest cluster when that loses no more. The paper's growth
+//! leaves classes of 2-3k rows on average at large k (whole finished
+//! clusters merged into growing ones, leftovers of one sensitive value);
+//! the cut keeps them close to `max(k, what l needs)` and lowers the loss.
+//!
 //! `DS(t1, t2) = L(t1, t12) + L(t2, t12)` with `t12` the join of both and
 //! `L` the uncertainty loss with per-attribute weights (`crate::distance`).
 //! For a generalised `t2` the loss `L(t2, t12)` is read as the growth of its
@@ -83,6 +93,43 @@ pub enum ClusterDistance {
     Class,
 }
 
+/// What happens to a finished cluster with room for two accepted classes
+/// (at least twice the smallest class the models allow, `2k` for plain k).
+///
+/// The paper's growth overshoots k: a growing cluster swallows whole
+/// finished clusters (`DS(G', G) < DS(t', G)`, which does not count the
+/// rows of `G'`), and the leftovers, all of one sensitive value once the
+/// rarer values run out, join their closest clusters. On Adult with l = 2
+/// the mean class holds 2k rows at k = 10 and 2.8k at k = 100
+/// (`RESULTS.md`, "L-clustering near k").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Oversize {
+    /// Cut the cluster in two, recursively, while both parts are accepted:
+    /// Mondrian-like cuts of the cluster's rows, on the QI and at the
+    /// position whose parts lose least (`|P1| L(P1) + |P2| L(P2)`, the
+    /// paper's `L(D, D*)` of the two parts). Each part is published at its
+    /// own generalisation, which lies inside the cluster's on every QI (a
+    /// sub-range, a subset of values, a descendant in the hierarchy), so no
+    /// row loses more than before: the split lowers the loss and the class
+    /// sizes together. The default for that reason, although the paper
+    /// publishes its clusters whole. Every part passes the same acceptance
+    /// check as the clusters themselves (k, l-diversity, and whatever models
+    /// the job has); with k alone, every class ends below `2k` rows.
+    ///
+    /// A cluster still that big afterwards lacks rows some model needs
+    /// (with distinct l = 2 on a skewed column: a single row of the rarer
+    /// value). It is cut together with its closest finished cluster (the
+    /// paper's `DS`), and the parts replace both when their largest is
+    /// smaller than the larger of the two and their `L(D, D*)` is not
+    /// larger; rows of the pair may then trade generalisations, so this
+    /// second pass bounds the loss of the pair, not of each row.
+    #[default]
+    Split,
+    /// Publish clusters as the paper's growth leaves them.
+    Keep,
+}
+
 /// L-clustering's parameters.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -93,6 +140,10 @@ pub struct LClusteringParams {
     /// How candidates' rows count in `DS`; default `tuple` (the paper).
     #[serde(default)]
     pub distance: ClusterDistance,
+    /// What happens to finished clusters of at least `2k` rows; default
+    /// `split` (see [`Oversize`]).
+    #[serde(default)]
+    pub oversize: Oversize,
 }
 
 /// The L-clustering algorithm.
@@ -112,6 +163,7 @@ impl LClustering {
 struct LClusteringDetails {
     generalisation: Generalisation,
     distance: ClusterDistance,
+    oversize: Oversize,
     /// Clusters published.
     clusters: usize,
     /// Clusters started from a random tuple.
@@ -124,6 +176,13 @@ struct LClusteringDetails {
     leftovers: usize,
     /// Clusters merged afterwards because a leftover broke them.
     repair_merges: usize,
+    /// Clusters cut in parts by [`Oversize::Split`].
+    clusters_split: usize,
+    /// Clusters that could not be cut alone but were re-cut together with
+    /// their closest cluster.
+    pair_splits: usize,
+    /// The largest cluster before the split (rows).
+    largest_before_split: usize,
     /// Rows suppressed (only when no cluster can take them).
     suppressed: usize,
 }
@@ -143,11 +202,15 @@ impl Algorithm for LClustering {
         run.cluster()?;
         run.distribute_leftovers();
         run.repair()?;
+        if self.params.oversize == Oversize::Split {
+            run.split_oversize()?;
+        }
         let (partition, stats) = run.publish();
         Ok(Outcome {
             details: details(&LClusteringDetails {
                 generalisation: self.params.generalisation,
                 distance: self.params.distance,
+                oversize: self.params.oversize,
                 ..stats
             })?,
             partition,
@@ -175,6 +238,15 @@ impl Cluster {
             attr_loss: vec![0.0; n],
             loss: 0.0,
         }
+    }
+
+    /// The cluster of `rows` (at least one).
+    fn of_rows(table: &QiTable, loss: &UncertaintyLoss, rows: Vec<u32>) -> Self {
+        let mut c = Cluster::of_row(table, loss, rows[0]);
+        for &r in &rows[1..] {
+            c.add_row(table, loss, r);
+        }
+        c
     }
 
     fn add_row(&mut self, table: &QiTable, loss: &UncertaintyLoss, row: u32) {
@@ -595,6 +667,9 @@ struct Stats {
     cluster_merges: usize,
     leftovers: usize,
     repair_merges: usize,
+    clusters_split: usize,
+    pair_splits: usize,
+    largest_before_split: usize,
 }
 
 struct Run<'a> {
@@ -948,6 +1023,257 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Step 5 (not the paper's, [`Oversize::Split`]): every cluster with
+    /// room for two accepted classes is cut into accepted parts.
+    fn split_oversize(&mut self) -> Result<()> {
+        let min = self.privacy.min_class_size().max(1);
+        let big: Vec<usize> = self
+            .finished
+            .iter()
+            .filter(|(_, c)| c.rows.len() >= 2 * min)
+            .map(|(i, _)| i)
+            .collect();
+        self.stats.largest_before_split = self
+            .finished
+            .iter()
+            .map(|(_, c)| c.rows.len())
+            .max()
+            .unwrap_or(0);
+        for id in big {
+            self.cancel.check()?;
+            let cluster = self.finished.remove(id);
+            let parts = self.split_rows(cluster.rows, min);
+            if parts.len() > 1 {
+                self.stats.clusters_split += 1;
+            }
+            for rows in parts {
+                let part = Cluster::of_rows(self.table, self.loss, rows);
+                self.finished.insert(part);
+            }
+        }
+        // Clusters still too big for lack of rows the models need (a single
+        // row of the rarer sensitive value, say): re-cut together with
+        // their closest cluster, kept when that loses no more.
+        let stuck: Vec<usize> = self
+            .finished
+            .iter()
+            .filter(|(_, c)| c.rows.len() >= 2 * min)
+            .map(|(i, _)| i)
+            .collect();
+        for id in stuck {
+            self.cancel.check()?;
+            if self.finished.slots[id]
+                .as_ref()
+                .is_none_or(|c| c.rows.len() < 2 * min)
+            {
+                continue;
+            }
+            let c = self.finished.remove(id);
+            let Some((j, _)) = self.nearest_cluster(&c, f64::INFINITY) else {
+                self.finished.insert(c);
+                continue;
+            };
+            let n = self.finished.remove(j);
+            let before = c.rows.len() as f64 * c.loss + n.rows.len() as f64 * n.loss;
+            let largest = c.rows.len().max(n.rows.len());
+            let mut union = c.rows.clone();
+            union.extend_from_slice(&n.rows);
+            let parts: Vec<Cluster> = self
+                .split_rows(union, min)
+                .into_iter()
+                .map(|rows| Cluster::of_rows(self.table, self.loss, rows))
+                .collect();
+            let after: f64 = parts.iter().map(|p| p.rows.len() as f64 * p.loss).sum();
+            let biggest = parts.iter().map(|p| p.rows.len()).max().unwrap_or(0);
+            if biggest < largest && after <= before + 1e-9 * before.abs().max(1.0) {
+                self.stats.pair_splits += 1;
+                for p in parts {
+                    self.finished.insert(p);
+                }
+            } else {
+                self.finished.insert(c);
+                self.finished.insert(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// `rows` cut recursively by [`Run::best_cut`] while a cut leaves two
+    /// accepted parts.
+    fn split_rows(&self, rows: Vec<u32>, min: usize) -> Vec<Vec<u32>> {
+        let mut pending = vec![rows];
+        let mut parts: Vec<Vec<u32>> = Vec::new();
+        while let Some(rows) = pending.pop() {
+            match self.best_cut(&rows, min) {
+                Some((a, b)) => pending.extend([b, a]),
+                None => parts.push(rows),
+            }
+        }
+        parts
+    }
+
+    /// The cut of `rows` in two accepted parts that loses least, if any.
+    ///
+    /// For each QI the rows are sorted by their code on it, then by their
+    /// other codes (so a cut inside a run of equal values still separates
+    /// alike rows), then by row; every position leaving at least `min` rows
+    /// on each side is a candidate, costing `|P1| L(P1) + |P2| L(P2)` from
+    /// prefix and suffix spans. Candidates are tried cheapest first (ties:
+    /// the more balanced cut, then the lower QI and position) until both
+    /// parts are accepted. `O(d^2 m)` for the costs plus one acceptance
+    /// check of `m` rows per rejected candidate.
+    fn best_cut(&self, rows: &[u32], min: usize) -> Option<(Vec<u32>, Vec<u32>)> {
+        let m = rows.len();
+        if m < 2 * min {
+            return None;
+        }
+        let d = self.table.n_qi();
+        let codes: Vec<Vec<u32>> = rows.iter().map(|&r| self.table.row(r).collect()).collect();
+        // (cost, imbalance, qi, position) of every candidate cut.
+        let mut candidates: Vec<(f64, usize, usize, usize)> = Vec::new();
+        let mut orders: Vec<Vec<usize>> = Vec::with_capacity(d);
+        let mut prefix = vec![0.0; m + 1];
+        for q in 0..d {
+            let mut order: Vec<usize> = (0..m).collect();
+            order.sort_by(|&a, &b| {
+                codes[a][q]
+                    .cmp(&codes[b][q])
+                    .then_with(|| codes[a].cmp(&codes[b]))
+                    .then(rows[a].cmp(&rows[b]))
+            });
+            if codes[order[0]][q] == codes[order[m - 1]][q] {
+                // One value: every cut on this QI is a cut on another one.
+                orders.push(Vec::new());
+                continue;
+            }
+            self.running_losses(&codes, order.iter().copied(), &mut prefix[1..]);
+            let mut suffix = vec![0.0; m + 1];
+            self.running_losses(&codes, order.iter().rev().copied(), &mut suffix[1..]);
+            suffix.reverse(); // suffix[i]: loss of order[i..]
+            for i in min..=m - min {
+                let cost = i as f64 * prefix[i] + (m - i) as f64 * suffix[i];
+                candidates.push((cost, (2 * i).abs_diff(m), q, i));
+            }
+            orders.push(order);
+        }
+        candidates.sort_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+                .then(a.3.cmp(&b.3))
+        });
+        let mut sorted: Vec<u32> = Vec::with_capacity(m);
+        let mut sorted_q = usize::MAX;
+        // The cheapest cut per QI, for the exchange below.
+        let mut cheapest: Vec<(usize, usize)> = Vec::new();
+        for &(_, _, q, i) in &candidates {
+            if q != sorted_q {
+                sorted.clear();
+                sorted.extend(orders[q].iter().map(|&j| rows[j]));
+                sorted_q = q;
+            }
+            let (a, b) = sorted.split_at(i);
+            if self.accepts(a) && self.accepts(b) {
+                return Some((a.to_vec(), b.to_vec()));
+            }
+            if !cheapest.iter().any(|&(q2, _)| q2 == q) {
+                cheapest.push((q, i));
+            }
+        }
+        // No cut along one QI leaves both parts accepted (say the rows of a
+        // rare sensitive value sit side by side in every order): the
+        // cheapest cuts again, with one row of the rejected part exchanged
+        // for a row of the other part that helps it.
+        cheapest.into_iter().find_map(|(q, i)| {
+            let sorted: Vec<u32> = orders[q].iter().map(|&j| rows[j]).collect();
+            let (a, b) = sorted.split_at(i);
+            self.exchange(a.to_vec(), b.to_vec())
+        })
+    }
+
+    /// Most rows tried on each side by [`Run::exchange`]: it is a fallback,
+    /// bounded to `O(d m)` acceptance checks per cut.
+    const EXCHANGE_TRIES: usize = 8;
+
+    /// Parts `a` and `b` with one row exchanged so that both are accepted,
+    /// if one of the closest few exchanges does it: a row of the accepted
+    /// part that helps the rejected one (cheapest join with the rejected
+    /// part's tuple first) for a row of the rejected part (cheapest join with
+    /// the other part's tuple first).
+    fn exchange(&self, a: Vec<u32>, b: Vec<u32>) -> Option<(Vec<u32>, Vec<u32>)> {
+        let (mut bad, mut good, bad_is_a) = match (self.accepts(&a), self.accepts(&b)) {
+            (false, true) => (a, b, true),
+            (true, false) => (b, a, false),
+            _ => return None,
+        };
+        let closest = |rows: &[u32], to: &[u32], keep: &dyn Fn(u32) -> bool| -> Vec<usize> {
+            let tuple = Cluster::of_rows(self.table, self.loss, to.to_vec());
+            let mut scored: Vec<(f64, usize)> = rows
+                .iter()
+                .enumerate()
+                .filter(|&(_, &r)| keep(r))
+                .map(|(j, &r)| {
+                    let cost: f64 = self
+                        .table
+                        .row(r)
+                        .enumerate()
+                        .map(|(q, c)| self.loss.join_code_loss(q, &tuple.spans[q], c))
+                        .sum();
+                    (cost, j)
+                })
+                .collect();
+            scored.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+            scored
+                .into_iter()
+                .take(Self::EXCHANGE_TRIES)
+                .map(|(_, j)| j)
+                .collect()
+        };
+        let view = ClassView {
+            table: self.table,
+            rows: &bad,
+        };
+        let givers = closest(&good, &bad, &|r| self.privacy.helps(view, r));
+        let takers = closest(&bad, &good, &|_| true);
+        for &g in &givers {
+            for &t in &takers {
+                std::mem::swap(&mut bad[t], &mut good[g]);
+                if self.accepts(&bad) && self.accepts(&good) {
+                    return Some(if bad_is_a { (bad, good) } else { (good, bad) });
+                }
+                std::mem::swap(&mut bad[t], &mut good[g]);
+            }
+        }
+        None
+    }
+
+    /// `out[j]` = `L` of the generalised tuple of the first `j + 1` rows of
+    /// `order` (indexes into `codes`, one row's QI codes each).
+    fn running_losses(
+        &self,
+        codes: &[Vec<u32>],
+        mut order: impl Iterator<Item = usize>,
+        out: &mut [f64],
+    ) {
+        let Some(first) = order.next() else {
+            return;
+        };
+        let mut spans: Vec<Span> = codes[first]
+            .iter()
+            .enumerate()
+            .map(|(q, &c)| self.loss.leaf_span(q, c))
+            .collect();
+        let mut attr_loss = vec![0.0; spans.len()];
+        out[0] = 0.0;
+        for (slot, j) in out[1..].iter_mut().zip(order) {
+            for (q, &c) in codes[j].iter().enumerate() {
+                self.loss.add_code(q, &mut spans[q], c);
+                attr_loss[q] = self.loss.span_loss(q, &spans[q]);
+            }
+            *slot = attr_loss.iter().sum();
+        }
+    }
+
     /// Step 4: the partition, one group per cluster.
     fn publish(self) -> (Partition, LClusteringDetails) {
         let mut group_of_row = vec![SUPPRESSED; self.table.n_rows()];
@@ -961,12 +1287,16 @@ impl<'a> Run<'a> {
         let details = LClusteringDetails {
             generalisation: Generalisation::Flexible,
             distance: ClusterDistance::Tuple,
+            oversize: Oversize::Split,
             clusters: tuples.len(),
             started: self.stats.started,
             tuples_added: self.stats.tuples_added,
             cluster_merges: self.stats.cluster_merges,
             leftovers: self.stats.leftovers,
             repair_merges: self.stats.repair_merges,
+            clusters_split: self.stats.clusters_split,
+            pair_splits: self.stats.pair_splits,
+            largest_before_split: self.stats.largest_before_split,
             suppressed: self.suppressed.len(),
         };
         (
