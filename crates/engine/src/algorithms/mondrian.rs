@@ -492,7 +492,10 @@ impl Cutter<'_> {
                 let (_, q) = best?;
                 self.try_cut(rows, q)
             }
-            CutChoice::GainPerBit if rows.len() < gain::PER_BIT_MIN_ROWS => {
+            CutChoice::GainPerBit
+                if rows.len() < gain::PER_BIT_MIN_ROWS
+                    || self.privacy.min_class_size() < gain::PER_BIT_MIN_K =>
+            {
                 widths.into_iter().find_map(|(_, q)| self.try_cut(rows, q))
             }
             CutChoice::GainPerBit => self.best_cut_per_bit(rows, &widths),

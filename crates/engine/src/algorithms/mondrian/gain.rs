@@ -21,8 +21,12 @@
 //! granularity 0.0837 / 0.2048 at k = 10 / 100 with the full ratio, 0.0845
 //! / 0.2096 with the saving alone, 0.0801 / 0.1983 with the square root.
 //!
-//! Regions under [`PER_BIT_MIN_ROWS`] rows take the widest QI instead: the
-//! score costs a trial cut per QI, and at small k most regions are small.
+//! Regions under [`PER_BIT_MIN_ROWS`] rows, and every region when k is
+//! under [`PER_BIT_MIN_K`], take the widest QI instead: the score costs a
+//! trial cut per QI, about doubling the time, and saves nothing there (on
+//! Adult with the residue, widest against per-bit: 0.0240 / 0.0244 at
+//! k = 2, 0.0555 / 0.0561 at k = 5, 0.0810 both at k = 10; then 0.1114 /
+//! 0.1102 at k = 20 and 0.2092 / 0.1983 at k = 100).
 
 use super::{CodeRanges, Cut, Cutter};
 use crate::spec::Kind;
@@ -30,6 +34,9 @@ use crate::spec::Kind;
 /// Regions with fewer rows than this are cut on the widest QI (the
 /// paper's rule) instead of scoring every QI's cut.
 pub(super) const PER_BIT_MIN_ROWS: usize = 64;
+
+/// Below this k every region is cut on the widest QI.
+pub(super) const PER_BIT_MIN_K: usize = 10;
 
 impl Cutter<'_> {
     /// The allowed cut of `rows` on one of the QIs of `widths` (their
