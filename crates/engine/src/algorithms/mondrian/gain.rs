@@ -19,7 +19,7 @@
 //! The square root weighs the halvings less than the full ratio, which cuts
 //! QIs of many balanced values (age) too late: on Adult with the residue,
 //! granularity 0.0837 / 0.2048 at k = 10 / 100 with the full ratio, 0.0845
-//! / 0.2096 with the saving alone, 0.0801 / 0.1983 with the square root.
+//! / 0.2096 with the saving alone, 0.0814 / 0.2008 with the square root.
 //!
 //! Regions under [`PER_BIT_MIN_ROWS`] rows, and every region when k is
 //! under [`PER_BIT_MIN_K`], take the widest QI instead: the score costs a
