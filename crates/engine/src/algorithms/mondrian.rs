@@ -44,9 +44,9 @@
 //! - `residue = true` (default false): small hierarchy children are not
 //!   pooled or topped up within their region but deferred to a residue of
 //!   the whole table, cut again in further passes where rows with the same
-//!   rare values meet (ARX's iterative local recoding; see [`residue`]).
+//!   rare values meet (ARX's iterative local recoding; see `mondrian/residue.rs`).
 //! - `cut = "gain-per-bit"`: the cut that saves the most granularity per
-//!   bit of region it spends ([`gain`]).
+//!   bit of region it spends (`mondrian/gain.rs`).
 //!
 //! The `mondrian-hierarchy` algorithm is Mondrian with
 //! `cut = "gain-per-bit"`, `numeric = "hierarchy"`, `residue = true`,
@@ -87,7 +87,7 @@ pub enum CutChoice {
     /// The QI with the widest normalised range that can be cut (the paper).
     Widest,
     /// The allowed cut that saves the most loss per bit of the region it
-    /// spends (see [`gain`]).
+    /// spends (see `mondrian/gain.rs`).
     GainPerBit,
 }
 
@@ -110,7 +110,7 @@ pub struct MondrianParams {
     /// move to a nearby group whose cells already cover them.
     pub tidy: bool,
     /// Whether small hierarchy children too few to stand alone are deferred
-    /// to a table-wide residue, cut again after the pass (see [`residue`]),
+    /// to a table-wide residue, cut again after the pass (see `mondrian/residue.rs`),
     /// instead of pooled or topped up within their region.
     pub residue: bool,
 }
