@@ -41,8 +41,16 @@
 //!   narrower cells save more than the rows cost in their new groups (a
 //!   local search in the spirit of KACA's refinement; a few passes).
 //!
-//! The `mondrian-hierarchy` algorithm is Mondrian with `cut = "widest"`,
-//! `numeric = "hierarchy"`, `top_up = true` and `tidy = true`: every
+//! - `residue = true` (default false): small hierarchy children are not
+//!   pooled or topped up within their region but deferred to a residue of
+//!   the whole table, cut again in further passes where rows with the same
+//!   rare values meet (ARX's iterative local recoding; see `mondrian/residue.rs`).
+//! - `cut = "gain-per-bit"`: the cut that saves the most granularity per
+//!   bit of region it spends (`mondrian/gain.rs`).
+//!
+//! The `mondrian-hierarchy` algorithm is Mondrian with
+//! `cut = "gain-per-bit"`, `numeric = "hierarchy"`, `residue = true`,
+//! `top_up = true` (for the last residue) and `tidy = true`: every
 //! published value is a hierarchy node ([`Mondrian::hierarchy_bound`]).
 //!
 //! Each candidate cut orders a region by counting its codes (no comparison
@@ -66,6 +74,9 @@ use crate::partition::{NumericCells, Partition, SUPPRESSED};
 use crate::privacy::{ClassView, Privacy};
 use crate::spec::Kind;
 
+mod gain;
+mod residue;
+
 /// How Mondrian picks the QI to cut.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -75,6 +86,9 @@ pub enum CutChoice {
     LeastLoss,
     /// The QI with the widest normalised range that can be cut (the paper).
     Widest,
+    /// The allowed cut that saves the most loss per bit of the region it
+    /// spends (see `mondrian/gain.rs`).
+    GainPerBit,
 }
 
 /// Mondrian's parameters.
@@ -95,6 +109,10 @@ pub struct MondrianParams {
     /// Whether, after the cuts, the rows that alone widen a group's cell
     /// move to a nearby group whose cells already cover them.
     pub tidy: bool,
+    /// Whether small hierarchy children too few to stand alone are deferred
+    /// to a table-wide residue, cut again after the pass (see `mondrian/residue.rs`),
+    /// instead of pooled or topped up within their region.
+    pub residue: bool,
 }
 
 impl Default for MondrianParams {
@@ -105,6 +123,7 @@ impl Default for MondrianParams {
             numeric: NumericCells::Ranges,
             top_up: false,
             tidy: false,
+            residue: false,
         }
     }
 }
@@ -138,12 +157,15 @@ impl Mondrian {
     /// The hierarchy-bound local recoding of issue 19: every published
     /// value is a node of the QI's hierarchy (numeric QIs with intervals
     /// included, `numeric = "hierarchy"`), regions are cut into hierarchy
-    /// children of the widest QI (`cut = "widest"`, the paper's rule), and
-    /// small children are topped up to k with a stub of a large child
-    /// (`top_up = true`, as Xu et al., KDD 2006, merge small parts bottom-up
-    /// after a top-down specialisation), and the rows that alone widen a
-    /// group move to a nearby group that already covers them when that
-    /// lowers the loss (`tidy = true`). On Adult (8 QIs) it loses less
+    /// children of the QI whose cut saves the most loss per bit of region
+    /// (`cut = "gain-per-bit"`), small children are deferred to a residue
+    /// of the whole table that later passes cut again (`residue = true`,
+    /// ARX's iterative local recoding), the last residue's small children
+    /// are topped up to k with a stub of a large child (`top_up = true`, as
+    /// Xu et al., KDD 2006, merge small parts bottom-up after a top-down
+    /// specialisation), and the rows that alone widen a group move to a
+    /// nearby group that already covers them when that lowers the loss
+    /// (`tidy = true`). On Adult (8 QIs) it loses less
     /// granularity than `numeric = "hierarchy"` with the default settings at
     /// every k from 2 to 100, in less time (`BENCHMARKS.md`).
     /// The job's parameters override these defaults.
@@ -152,12 +174,12 @@ impl Mondrian {
     /// [`Error::Spec`] for a parameter Mondrian does not know or a bad value.
     pub fn hierarchy_bound(spec: &crate::spec::AlgorithmSpec) -> Result<Self> {
         let mut spec = spec.clone();
-        for (key, value) in [("cut", "widest"), ("numeric", "hierarchy")] {
+        for (key, value) in [("cut", "gain-per-bit"), ("numeric", "hierarchy")] {
             spec.params
                 .entry(key.to_string())
                 .or_insert_with(|| serde_json::Value::String(value.to_string()));
         }
-        for key in ["top_up", "tidy"] {
+        for key in ["top_up", "tidy", "residue"] {
             spec.params
                 .entry(key.to_string())
                 .or_insert(serde_json::Value::Bool(true));
@@ -176,6 +198,8 @@ struct MondrianDetails {
     relaxed_cuts: usize,
     groups: usize,
     tidied_rows: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    residue: Option<residue::ResidueStats>,
 }
 
 impl Algorithm for Mondrian {
@@ -209,16 +233,23 @@ impl Algorithm for Mondrian {
                 ctx.privacy.describe()
             )));
         }
-        let regions = if rows.is_empty() {
-            Vec::new()
+        let (mut groups, residue) = if self.params.residue {
+            let (groups, stats) = cutter.split_gathering(rows);
+            (groups, Some(stats))
         } else {
-            cutter.split(&mut rows)
+            let regions = if rows.is_empty() {
+                Vec::new()
+            } else {
+                cutter.split(&mut rows)
+            };
+            let groups: Vec<Vec<u32>> = regions
+                .iter()
+                .map(|&(start, end)| rows[start..end].to_vec())
+                .collect();
+            (groups, None)
         };
         ctx.cancel.check()?;
-        let mut groups: Vec<Vec<u32>> = regions
-            .iter()
-            .map(|&(start, end)| rows[start..end].to_vec())
-            .collect();
+        let n_regions = groups.len();
         let mut moved = 0;
         if self.params.tidy {
             for _ in 0..TIDY_PASSES {
@@ -241,8 +272,9 @@ impl Algorithm for Mondrian {
                 params: self.params.clone(),
                 cuts: cutter.cuts.into_inner(),
                 relaxed_cuts: cutter.relaxed_cuts.into_inner(),
-                groups: regions.len(),
+                groups: n_regions,
                 tidied_rows: moved,
+                residue,
             })?,
             partition,
         })
@@ -324,7 +356,8 @@ struct Cut {
 
 impl Cutter<'_> {
     /// Cuts `rows` recursively; returns the final regions as index ranges of
-    /// `rows`, in row order of the depth-first traversal.
+    /// `rows`, in row order of the depth-first traversal. Rows a cut defers
+    /// (after its parts, `residue = true`) are in no region.
     fn split(&self, rows: &mut [u32]) -> Vec<(usize, usize)> {
         // Cancelled: stop cutting; `run` reports the cancel, never this region.
         if self.cancel.is_cancelled() || rows.len() <= self.stop_at {
@@ -534,6 +567,13 @@ impl Cutter<'_> {
                 let (_, q) = best?;
                 self.try_cut(rows, q).map(|cut| (q, cut))
             }
+            CutChoice::GainPerBit
+                if rows.len() < gain::PER_BIT_MIN_ROWS
+                    || self.privacy.min_class_size() < gain::PER_BIT_MIN_K =>
+            {
+                widths.into_iter().find_map(|(_, q)| self.try_cut(rows, q))
+            }
+            CutChoice::GainPerBit => self.best_cut_per_bit(rows, &widths),
         }
     }
 
@@ -621,7 +661,14 @@ impl Cutter<'_> {
                 .iter()
                 .flat_map(|&(a, b)| rows[a..b].iter().copied())
                 .collect();
-            if self.accepts(&pool) {
+            if let Some(cut) = self
+                .params
+                .residue
+                .then(|| self.defer(rows, &groups, &pool))
+                .flatten()
+            {
+                return Some(cut);
+            } else if self.accepts(&pool) {
                 groups.push(small);
             } else if let Some(cut) = self
                 .params
@@ -1204,6 +1251,7 @@ mod tests {
                 .collect();
             widths.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             match cutter.params.cut {
+                CutChoice::GainPerBit => unreachable!("the reference predates the per-bit cut"),
                 CutChoice::Widest => widths
                     .into_iter()
                     .find_map(|(_, q)| try_cut(cutter, rows, q)),
@@ -1340,6 +1388,7 @@ mod tests {
             },
             top_up: false,
             tidy: false,
+            residue: false,
         }
     }
 
