@@ -571,7 +571,9 @@ impl Cutter<'_> {
                 if rows.len() < gain::PER_BIT_MIN_ROWS
                     || self.privacy.min_class_size() < gain::PER_BIT_MIN_K =>
             {
-                widths.into_iter().find_map(|(_, q)| self.try_cut(rows, q))
+                widths
+                    .into_iter()
+                    .find_map(|(_, q)| self.try_cut(rows, q).map(|cut| (q, cut)))
             }
             CutChoice::GainPerBit => self.best_cut_per_bit(rows, &widths),
         }

@@ -41,12 +41,13 @@ pub(super) const PER_BIT_MIN_K: usize = 10;
 impl Cutter<'_> {
     /// The allowed cut of `rows` on one of the QIs of `widths` (their
     /// normalised widths, [`Cutter::width`], in the order to try them)
-    /// with the highest loss saved per bit; `None` when none can be cut.
+    /// with the highest loss saved per bit, and that QI; `None` when none
+    /// can be cut.
     pub(super) fn best_cut_per_bit(
         &self,
         rows: &mut [u32],
         widths: &[(f64, usize)],
-    ) -> Option<Cut> {
+    ) -> Option<(usize, Cut)> {
         let n = rows.len();
         let whole: f64 = (0..self.table.n_qi())
             .map(|q| {
@@ -60,7 +61,7 @@ impl Cutter<'_> {
             .sum();
         let candidates: Vec<usize> = widths.iter().map(|&(_, q)| q).collect();
         let ranges = CodeRanges::of(self.table, rows, &candidates);
-        let mut best: Option<(f64, Cut, Vec<u32>)> = None;
+        let mut best: Option<(f64, usize, Cut, Vec<u32>)> = None;
         for &q in &candidates {
             let Some(cut) = self.try_cut(rows, q) else {
                 continue;
@@ -79,12 +80,12 @@ impl Cutter<'_> {
                 })
                 .sum();
             let score = saved / n as f64 / bits.max(f64::MIN_POSITIVE).sqrt();
-            if best.as_ref().is_none_or(|(b, _, _)| score > b + 1e-12) {
-                best = Some((score, cut, rows.to_vec()));
+            if best.as_ref().is_none_or(|(b, _, _, _)| score > b + 1e-12) {
+                best = Some((score, q, cut, rows.to_vec()));
             }
         }
-        let (_, cut, order) = best?;
+        let (_, q, cut, order) = best?;
         rows.copy_from_slice(&order);
-        Some(cut)
+        Some((q, cut))
     }
 }

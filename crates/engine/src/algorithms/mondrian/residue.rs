@@ -86,6 +86,7 @@ impl Cutter<'_> {
             cuts: Default::default(),
             relaxed_cuts: Default::default(),
             cancel: self.cancel,
+            stop_at: self.stop_at,
         };
         for pass in 0..=DEFERRING_PASSES {
             if pending.is_empty() || !self.accepts(&pending) || self.cancel.is_cancelled() {

@@ -202,10 +202,12 @@ impl Partitioned {
     /// How the blocks are cut: as the inner algorithm cuts when it cuts
     /// top-down (Mondrian: each block then continues the same cuts), else
     /// as Mondrian with its default parameters; the job's [`BLOCK_CUT`],
-    /// when set, chooses the QI. Cuts only, never the post-pass `tidy`.
+    /// when set, chooses the QI. Cuts that keep every row in a block only:
+    /// never the post-pass `tidy`, never deferring rows to a residue.
     fn block_cuts(&self) -> MondrianParams {
         let mut params = self.inner.top_down_cuts().cloned().unwrap_or_default();
         params.tidy = false;
+        params.residue = false;
         if let Some(rule) = self.rule {
             params.cut = rule;
         }
