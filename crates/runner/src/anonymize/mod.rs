@@ -7,7 +7,11 @@
 //!    [`Releaser`] (passed-through columns untouched), buckets of classes
 //!    wait in memory or in spill files ([`crate::spill`]), and each bucket
 //!    is put in release order, checked by its published labels and
-//!    written.
+//!    written. Pass 2 uses every core: a second thread reads and decodes
+//!    the next batches ([`Dataset::with_read_ahead`]) while batches are
+//!    recoded, and the Parquet writer encodes and compresses the columns of
+//!    each batch in parallel (`release::parallel`); the bytes are the same
+//!    whatever the number of threads.
 //!
 //! Both steps are the engine's one release path ([`kanon_engine::release`]),
 //! the one the DataFusion node takes too; this module adds the I/O. Only
@@ -555,26 +559,29 @@ fn pass_two<'p>(
     let mut kept: Vec<RecordBatch> = Vec::new();
     let mut kept_groups: Vec<u32> = Vec::new();
     let bar = ui.bar("pass 2/2", Some(rows_in));
-    for batch in dataset.scan(&plan.storage, None, false) {
-        check_interrupt()?;
-        let batch = batch?;
-        let n = batch.num_rows();
-        if releaser.rows_recoded() + n > releaser.rows_expected() {
-            return Err(changed(&plan.input, rows_in, releaser.rows_recoded() + n));
-        }
-        let Recoded {
-            batch: released,
-            groups,
-        } = releaser.recode(&batch)?;
-        match &mut spill {
-            None => {
-                kept_groups.extend(groups);
-                kept.push(released);
+    dataset.with_read_ahead(&plan.storage, |batches| -> Result<()> {
+        for batch in batches {
+            check_interrupt()?;
+            let batch = batch?;
+            let n = batch.num_rows();
+            if releaser.rows_recoded() + n > releaser.rows_expected() {
+                return Err(changed(&plan.input, rows_in, releaser.rows_recoded() + n));
             }
-            Some(spill) => spill.push(&released, &groups, |g| releaser.bucket_of(g))?,
+            let Recoded {
+                batch: released,
+                groups,
+            } = releaser.recode(&batch)?;
+            match &mut spill {
+                None => {
+                    kept_groups.extend(groups);
+                    kept.push(released);
+                }
+                Some(spill) => spill.push(&released, &groups, |g| releaser.bucket_of(g))?,
+            }
+            bar.inc(n as u64);
         }
-        bar.inc(n as u64);
-    }
+        Ok(())
+    })?;
     if releaser.rows_recoded() as u64 != rows_in {
         return Err(changed(&plan.input, rows_in, releaser.rows_recoded()));
     }

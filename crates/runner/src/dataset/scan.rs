@@ -22,7 +22,36 @@ use super::{csv_error, Dataset, Format, BATCH_ROWS};
 use crate::exit::Failure;
 use crate::storage::{Location, Storage};
 
+/// Batches a [`Dataset::with_read_ahead`] reader decodes ahead of their
+/// consumer: enough to keep it busy, few enough to bound memory (each batch
+/// is `BATCH_ROWS` rows of every column).
+const READ_AHEAD_BATCHES: usize = 4;
+
 impl Dataset {
+    /// Runs `consume` on the dataset's batches (every column, in scan
+    /// order) while a second thread reads and decodes the next ones, so
+    /// that decoding runs on one core while `consume` recodes and writes on
+    /// another (pass 2 of `kanon anonymize`). When `consume` returns early
+    /// (an error, an interrupt), the reader stops after the batch it is
+    /// decoding; nothing outlives the call.
+    pub fn with_read_ahead<T>(
+        &self,
+        storage: &Storage,
+        consume: impl FnOnce(&mut dyn Iterator<Item = Result<RecordBatch>>) -> T,
+    ) -> T {
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_BATCHES);
+            s.spawn(move || {
+                for batch in self.scan(storage, None, false) {
+                    if tx.send(batch).is_err() {
+                        break;
+                    }
+                }
+            });
+            consume(&mut rx.into_iter())
+        })
+    }
+
     /// Streams the dataset, projected to the columns `projection` (indices
     /// into [`Dataset::schema`], ascending), or every column.
     ///

@@ -52,6 +52,7 @@ use crate::exit::Failure;
 
 mod destination;
 mod manifest;
+mod parallel;
 mod temporaries;
 mod upload;
 mod writer;

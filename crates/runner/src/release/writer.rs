@@ -12,7 +12,6 @@ use anyhow::{Context, Result};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -20,6 +19,7 @@ use tokio::task::JoinSet;
 
 use super::destination::{check_destination, commit_dir, destination_free, sync_parent};
 use super::manifest::{manifest_location, Manifest, MANIFEST, SUCCESS};
+use super::parallel::ParallelWriter;
 use super::temporaries::{staging_key, tmp_prefix};
 use super::upload::{S3Upload, SharedUpload, Sink, Target, PART_BYTES};
 use super::{ReleaseOptions, ROW_GROUP_BYTES};
@@ -33,7 +33,7 @@ pub struct ReleaseWriter<'a> {
     options: ReleaseOptions,
     props: WriterProperties,
     schema: SchemaRef,
-    current: Option<ArrowWriter<Sink<'a>>>,
+    current: Option<ParallelWriter<Sink<'a>>>,
     /// Files closed so far (footer written), not committed.
     closed: Vec<Location>,
     /// Rows and bytes of each closed file.
@@ -218,13 +218,13 @@ impl<'a> ReleaseWriter<'a> {
             }
         };
         self.current = Some(
-            ArrowWriter::try_new(
+            ParallelWriter::try_new(
                 Sink {
                     target: sink,
                     written: 0,
                 },
                 self.schema.clone(),
-                Some(self.props.clone()),
+                self.props.clone(),
             )
             .context("cannot start the Parquet writer")?,
         );
