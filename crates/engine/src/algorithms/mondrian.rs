@@ -859,18 +859,7 @@ impl Cutter<'_> {
             .collect();
         let mut cells: Vec<Vec<(u32, u32)>> =
             groups.iter().map(|g| self.cells(g, &codes)).collect();
-        let cost = |cell: &[(u32, u32)]| -> f64 {
-            cell.iter()
-                .zip(self.table.columns())
-                .map(|(&(lo, hi), col)| {
-                    let d = col.distinct();
-                    if d <= 1 {
-                        return 0.0;
-                    }
-                    (col.observed_in(lo, hi + 1).saturating_sub(1)) as f64 / (d - 1) as f64
-                })
-                .sum()
-        };
+        let cost = |cell: &[(u32, u32)]| self.cell_loss(cell);
         let mut costs: Vec<f64> = cells.iter().map(|c| cost(c)).collect();
         let covers = |cell: &[(u32, u32)], r: u32| {
             cell.iter()
