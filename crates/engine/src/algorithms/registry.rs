@@ -25,6 +25,11 @@ pub struct Capabilities {
     /// (`[privacy.models]`): the algorithm asks the models whether a class
     /// may be published. Jobs with `l` or models are refused otherwise.
     pub l_diversity: bool,
+    /// A job without `block_size` runs on the whole table while its active
+    /// rows have at most this many distinct QI tuples, whatever the number
+    /// of rows: for algorithms whose cost grows with distinct tuples rather
+    /// than rows (KACA merges classes). 0: the row threshold alone decides.
+    pub whole_up_to_tuples: usize,
 }
 
 impl Capabilities {
@@ -32,7 +37,16 @@ impl Capabilities {
     pub const NONE: Capabilities = Capabilities {
         block_wise: false,
         l_diversity: false,
+        whole_up_to_tuples: 0,
     };
+
+    /// With [`Capabilities::whole_up_to_tuples`] set as given.
+    pub const fn whole_up_to_tuples(self, tuples: usize) -> Self {
+        Capabilities {
+            whole_up_to_tuples: tuples,
+            ..self
+        }
+    }
 
     /// With [`Capabilities::block_wise`] set as given.
     pub const fn block_wise(self, yes: bool) -> Self {
@@ -106,7 +120,7 @@ const BUILT_IN: &[Registration] = &[
     Registration {
         name: "kaca",
         summary: "local recoding by greedy merges of classes by weighted hierarchical distance (Li et al. 2006)",
-        capabilities: LOCAL,
+        capabilities: LOCAL.whole_up_to_tuples(crate::algorithms::partitioned::KACA_WHOLE_TUPLES),
         build: |a| Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
     },
     Registration {

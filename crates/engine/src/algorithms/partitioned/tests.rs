@@ -277,6 +277,54 @@ fn table_wide_passes_run_whole_at_any_size() {
 }
 
 #[test]
+fn few_distinct_tuples_run_whole_whatever_the_rows() {
+    // 3,000 rows with at most 4 x 3 distinct QI tuples.
+    let spec: JobSpec = serde_json::from_str(
+        r#"{"attributes": [
+            {"name": "a", "role": "qi"},
+            {"name": "b", "role": "qi"}],
+           "algorithm": {"name": "kaca", "seed": 3}}"#,
+    )
+    .unwrap();
+    let a: Vec<String> = (0..3_000).map(|i| format!("a{}", i % 4)).collect();
+    let b: Vec<String> = (0..3_000).map(|i| format!("b{}", i % 3)).collect();
+    let columns = vec![
+        ("a", a.iter().map(String::as_str).collect::<Vec<_>>()),
+        ("b", b.iter().map(String::as_str).collect()),
+    ];
+    let table = QiTable::from_string_columns(&spec, &Default::default(), &columns).unwrap();
+    let privacy = Privacy::k_anonymity(5);
+    let classes = EquivalenceClasses::of(&table);
+    let run_with = |tuples: usize| {
+        Partitioned::new(whole_table(&spec).unwrap(), spec.clone(), 500)
+            .whole_table_up_to(1_000)
+            .whole_table_up_to_tuples(tuples)
+            .run(&Context {
+                table: &table,
+                classes: &classes,
+                privacy: &privacy,
+                spec: &spec,
+                cancel: crate::cancel::Cancellation::never(),
+                progress: crate::progress::Silent::sink(),
+            })
+            .unwrap()
+    };
+    let whole = run_with(12);
+    assert!(whole.details.get("partitioned").is_none(), "run whole");
+    let blocks = run_with(11);
+    assert!(blocks.details["partitioned"]["blocks"].as_u64().unwrap() >= 2);
+    verify_partition(&table, &blocks.partition, &privacy).unwrap();
+    let kaca = crate::algorithms::registry::get("kaca")
+        .unwrap()
+        .capabilities;
+    assert_eq!(kaca.whole_up_to_tuples, KACA_WHOLE_TUPLES);
+    let sbc = crate::algorithms::registry::get("sbc")
+        .unwrap()
+        .capabilities;
+    assert_eq!(sbc.whole_up_to_tuples, 0);
+}
+
+#[test]
 fn sbc_in_blocks_verifies() {
     let (spec, table) = random_table(7, 4_000);
     let privacy = Privacy::k_anonymity(6);
