@@ -833,15 +833,22 @@ impl Cutter<'_> {
                 let (lo, hi) = rows.iter().fold((u32::MAX, 0), |(lo, hi), &r| {
                     (lo.min(c[r as usize]), hi.max(c[r as usize]))
                 });
-                match col.hierarchy() {
-                    Some(h) if self.by_children(col) => {
-                        let l = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
-                        (l.start, l.end - 1)
-                    }
-                    _ => (lo, hi),
-                }
+                self.published_span(col, lo, hi)
             })
             .collect()
+    }
+
+    /// The inclusive code range published for codes `lo..=hi` of `col`: the
+    /// leaves of their lowest common ancestor for a QI cut into children,
+    /// the range itself otherwise.
+    fn published_span(&self, col: &QiColumn, lo: u32, hi: u32) -> (u32, u32) {
+        match col.hierarchy() {
+            Some(h) if self.by_children(col) => {
+                let l = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
+                (l.start, l.end - 1)
+            }
+            _ => (lo, hi),
+        }
     }
 
     /// Moves the rows that alone widen a group's cell on some QI (those

@@ -22,7 +22,6 @@ use serde::Serialize;
 
 use super::{Cut, Cutter, MondrianParams};
 use crate::codes::with_codes;
-use crate::hierarchy::NodeId;
 
 /// Passes that defer rare rows; the residue of the last one is cut with
 /// pooling or topping up, so every row ends in a group.
@@ -154,14 +153,7 @@ impl Cutter<'_> {
             .zip(codes)
             .map(|((&(lo, hi), col), c)| {
                 let x = c[r as usize];
-                let (lo, hi) = (lo.min(x), hi.max(x));
-                match col.hierarchy() {
-                    Some(h) if self.by_children(col) => {
-                        let l = h.leaves(h.lca(NodeId(lo), NodeId(hi)));
-                        (l.start, l.end - 1)
-                    }
-                    _ => (lo, hi),
-                }
+                self.published_span(col, lo.min(x), hi.max(x))
             })
             .collect()
     }

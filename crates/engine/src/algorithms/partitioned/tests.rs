@@ -296,18 +296,10 @@ fn few_distinct_tuples_run_whole_whatever_the_rows() {
     let privacy = Privacy::k_anonymity(5);
     let classes = EquivalenceClasses::of(&table);
     let run_with = |tuples: usize| {
-        Partitioned::new(whole_table(&spec).unwrap(), spec.clone(), 500)
+        let blockwise = Partitioned::new(whole_table(&spec).unwrap(), spec.clone(), 500)
             .whole_table_up_to(1_000)
-            .whole_table_up_to_tuples(tuples)
-            .run(&Context {
-                table: &table,
-                classes: &classes,
-                privacy: &privacy,
-                spec: &spec,
-                cancel: crate::cancel::Cancellation::never(),
-                progress: crate::progress::Silent::sink(),
-            })
-            .unwrap()
+            .whole_table_up_to_tuples(tuples);
+        run_on(&blockwise, &spec, &table, &classes, &privacy)
     };
     let whole = run_with(12);
     assert!(whole.details.get("partitioned").is_none(), "run whole");
@@ -408,17 +400,14 @@ fn the_default_runs_small_tables_whole_and_large_ones_in_blocks() {
         let default = run(&with(&spec, algorithm, None), &table, &privacy).unwrap();
         assert!(default.details.get("partitioned").is_none(), "{algorithm}");
         let zero = run(&with(&spec, algorithm, Some(0)), &table, &privacy).unwrap();
-        let bare = whole_table(&spec_named(&spec, algorithm))
-            .unwrap()
-            .run(&Context {
-                table: &table,
-                classes: &EquivalenceClasses::of(&table),
-                privacy: &privacy,
-                spec: &spec_named(&spec, algorithm),
-                cancel: crate::cancel::Cancellation::never(),
-                progress: crate::progress::Silent::sink(),
-            })
-            .unwrap();
+        let named = spec_named(&spec, algorithm);
+        let bare = run_on(
+            whole_table(&named).unwrap().as_ref(),
+            &named,
+            &table,
+            &EquivalenceClasses::of(&table),
+            &privacy,
+        );
         assert_eq!(default.partition, bare.partition, "{algorithm}");
         assert_eq!(zero.partition, bare.partition, "{algorithm}");
     }
@@ -427,16 +416,7 @@ fn the_default_runs_small_tables_whole_and_large_ones_in_blocks() {
     let inner = whole_table(&spec).unwrap();
     let auto = Partitioned::new(inner, spec.clone(), 1_000).whole_table_up_to(2_000);
     let classes = EquivalenceClasses::of(&table);
-    let out = auto
-        .run(&Context {
-            table: &table,
-            classes: &classes,
-            privacy: &privacy,
-            spec: &spec,
-            cancel: crate::cancel::Cancellation::never(),
-            progress: crate::progress::Silent::sink(),
-        })
-        .unwrap();
+    let out = run_on(&auto, &spec, &table, &classes, &privacy);
     verify_partition(&table, &out.partition, &privacy).unwrap();
     assert!(out.details["partitioned"]["blocks"].as_u64().unwrap() >= 3);
     // Global recoding without block_size is not wrapped; 0 is accepted
@@ -451,6 +431,27 @@ fn the_default_runs_small_tables_whole_and_large_ones_in_blocks() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("needs a hierarchy"), "{err}");
+}
+
+/// Runs `algorithm` on `table` as the pipeline would, with `spec` as its
+/// job; panics on error.
+fn run_on(
+    algorithm: &dyn Algorithm,
+    spec: &JobSpec,
+    table: &QiTable,
+    classes: &EquivalenceClasses,
+    privacy: &Privacy,
+) -> Outcome {
+    algorithm
+        .run(&Context {
+            table,
+            classes,
+            privacy,
+            spec,
+            cancel: crate::cancel::Cancellation::never(),
+            progress: crate::progress::Silent::sink(),
+        })
+        .unwrap()
 }
 
 fn spec_named(spec: &JobSpec, algorithm: &str) -> JobSpec {
