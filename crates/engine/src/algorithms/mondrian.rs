@@ -838,6 +838,16 @@ impl Cutter<'_> {
             .collect()
     }
 
+    /// Every QI's codes widened to `u32`, for the passes that look up many
+    /// rows' codes on every QI (tidying, the residue's placement).
+    fn wide_codes(&self) -> Vec<Vec<u32>> {
+        self.table
+            .columns()
+            .iter()
+            .map(|col| with_codes!(col.codes(), |c| c.iter().map(|&x| x.into()).collect()))
+            .collect()
+    }
+
     /// The inclusive code range published for codes `lo..=hi` of `col`: the
     /// leaves of their lowest common ancestor for a QI cut into children,
     /// the range itself otherwise.
@@ -858,12 +868,7 @@ impl Cutter<'_> {
     /// moved.
     fn tidy(&self, groups: &mut [Vec<u32>]) -> usize {
         let k = self.privacy.min_class_size().max(1);
-        let codes: Vec<Vec<u32>> = self
-            .table
-            .columns()
-            .iter()
-            .map(|col| with_codes!(col.codes(), |c| c.iter().map(|&x| x.into()).collect()))
-            .collect();
+        let codes = self.wide_codes();
         let mut cells: Vec<Vec<(u32, u32)>> =
             groups.iter().map(|g| self.cells(g, &codes)).collect();
         let cost = |cell: &[(u32, u32)]| self.cell_loss(cell);

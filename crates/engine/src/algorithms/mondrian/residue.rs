@@ -21,7 +21,6 @@
 use serde::Serialize;
 
 use super::{Cut, Cutter, MondrianParams};
-use crate::codes::with_codes;
 
 /// Passes that defer rare rows; the residue of the last one is cut with
 /// pooling or topping up, so every row ends in a group.
@@ -172,12 +171,7 @@ impl Cutter<'_> {
             groups.push(rows);
             return;
         }
-        let codes: Vec<Vec<u32>> = self
-            .table
-            .columns()
-            .iter()
-            .map(|col| with_codes!(col.codes(), |c| c.iter().map(|&x| x.into()).collect()))
-            .collect();
+        let codes = self.wide_codes();
         let mut cells: Vec<Vec<(u32, u32)>> =
             groups.iter().map(|g| self.cells(g, &codes)).collect();
         let mut stranded: Vec<u32> = Vec::new();
