@@ -30,6 +30,7 @@ fn full_domain(c: &mut Criterion) {
                 spec: &spec,
                 cancel: kanon_engine::cancel::Cancellation::never(),
                 progress: kanon_engine::progress::Silent::sink(),
+                blocks: kanon_engine::algorithms::partitioned::LocalBlocks::get(),
             };
             group.bench_with_input(
                 BenchmarkId::new(algorithm, format!("k={k},s={limit}")),

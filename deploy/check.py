@@ -8,7 +8,15 @@ Usage: python3 deploy/check.py OUT_DIR
 - the Airflow DAG is valid Python and names both operators and kanon-job;
 - the systemd units are INI files with the keys the README relies on;
 - the ConfigMap's job.toml is written to OUT_DIR/job.toml, so the caller
-  can check it with `kanon anonymize --dry-run`.
+  can check it with `kanon anonymize --dry-run`;
+- deploy/k8s/distributed.yaml (issue 18) holds a worker Deployment, its
+  headless Service, a coordinator Job and its ConfigMap, and names what the
+  README's "Distributed runs" relies on: the Service selects the worker pods
+  and is headless, the workers run `kanon worker --listen 0.0.0.0:50051`
+  behind TCP probes with no credentials, the Job passes `--workers
+  dns://SERVICE:PORT` to the entry point without retries, both pods are
+  non-root, and the job is block-wise; its job.toml is written to
+  OUT_DIR/distributed-job.toml for `kanon anonymize --dry-run` too.
 
 Exits non-zero with the reason on the first failure.
 """
@@ -66,6 +74,118 @@ def check_k8s(out: pathlib.Path) -> None:
     need({"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= set(secret["stringData"]), "secret keys")
 
 
+def check_distributed(out: pathlib.Path) -> None:
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        try:
+            import tomli as tomllib
+        except ImportError:
+            fail("checking distributed.yaml needs Python 3.11+ (tomllib) or `pip install tomli`")
+
+    name = "distributed.yaml"
+    docs = list(yaml.safe_load_all((DEPLOY / "k8s" / name).read_text()))
+    kinds = {d["kind"]: d for d in docs if d}
+    need(
+        len([d for d in docs if d]) == 4 and set(kinds) == {"ConfigMap", "Deployment", "Service", "Job"},
+        f"{name} holds {sorted(d['kind'] for d in docs if d)}",
+    )
+
+    # The job: block-wise, or the workers would get nothing to do.
+    config_map = kinds["ConfigMap"]
+    need("job.toml" in config_map["data"], f"{name}: the ConfigMap has no job.toml")
+    job_toml = config_map["data"]["job.toml"]
+    try:
+        spec = tomllib.loads(job_toml)
+    except tomllib.TOMLDecodeError as e:
+        fail(f"{name}: the ConfigMap's job.toml is not TOML ({e})")
+    block_size = spec.get("algorithm", {}).get("block_size")
+    need(
+        isinstance(block_size, int) and not isinstance(block_size, bool) and block_size > 0,
+        f"{name}: the job needs [algorithm] block_size > 0 (its blocks are what the workers cluster)",
+    )
+    (out / "distributed-job.toml").write_text(job_toml)
+
+    # The workers.
+    deployment = kinds["Deployment"]
+    need(deployment["metadata"]["name"] == "kanon-worker", f"{name}: the Deployment must be kanon-worker")
+    need(deployment["spec"].get("replicas", 1) >= 1, f"{name}: the Deployment needs replicas")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    worker_pod = deployment["spec"]["template"]
+    pod_labels = worker_pod["metadata"]["labels"]
+    need(selector.items() <= pod_labels.items(), f"{name}: the Deployment's selector must match its pod labels")
+    worker = worker_pod["spec"]
+    need(worker["securityContext"]["runAsNonRoot"] is True, f"{name}: the workers must run as non-root")
+    need("terminationGracePeriodSeconds" in worker, f"{name}: the workers need terminationGracePeriodSeconds")
+    need(worker.get("automountServiceAccountToken") is False, f"{name}: the workers need no service-account token")
+    (container,) = worker["containers"]
+    argv = [*container.get("command", []), *container.get("args", [])]
+    listen = ["worker", "--listen", "0.0.0.0:50051"]
+    need(
+        any(argv[i : i + len(listen)] == listen for i in range(len(argv))),
+        f"{name}: the worker container must run `kanon worker --listen 0.0.0.0:50051`, not {argv}",
+    )
+    ports = {p.get("name"): p["containerPort"] for p in container["ports"]}
+    need(50051 in ports.values(), f"{name}: the worker container must expose 50051")
+    for probe in ("readinessProbe", "livenessProbe"):
+        port = container.get(probe, {}).get("tcpSocket", {}).get("port")
+        need(port == 50051 or ports.get(port) == 50051, f"{name}: the worker needs a TCP {probe} on 50051")
+    res = container["resources"]
+    need({"cpu", "memory"} <= set(res["requests"]), f"{name}: worker requests need cpu and memory")
+    need("memory" in res["limits"], f"{name}: the workers need a memory limit")
+    need(
+        not container.get("envFrom")
+        and not any("valueFrom" in e for e in container.get("env", []))
+        and not any("secret" in v or "projected" in v for v in worker.get("volumes", [])),
+        f"{name}: the workers must get no credentials (no envFrom, secret env or Secret volume)",
+    )
+
+    # The headless Service the coordinator finds the workers through.
+    service = kinds["Service"]
+    need(service["spec"].get("clusterIP") == "None", f"{name}: the Service must be headless (clusterIP: None)")
+    need(
+        service["spec"]["selector"].items() <= pod_labels.items(),
+        f"{name}: the Service's selector must match the worker pods' labels",
+    )
+    service_ports = [p["port"] for p in service["spec"]["ports"]]
+    need(50051 in service_ports, f"{name}: the Service must serve port 50051")
+    for p in service["spec"]["ports"]:
+        target = p.get("targetPort", p["port"])
+        need(target == 50051 or ports.get(target) == 50051, f"{name}: the Service must target the workers' 50051")
+
+    # The coordinator.
+    job = kinds["Job"]["spec"]
+    need(job["backoffLimit"] == 0, f"{name}: backoffLimit must be 0 (kanon's exit code decides retries)")
+    pod = job["template"]["spec"]
+    need(pod["restartPolicy"] == "Never", f"{name}: restartPolicy must be Never")
+    need(pod["securityContext"]["runAsNonRoot"] is True, f"{name}: the coordinator must run as non-root")
+    (container,) = pod["containers"]
+    need("command" not in container, f"{name}: the coordinator must run the image's entry point (kanon-job)")
+    args = container.get("args", [])
+    workers = f"dns://{service['metadata']['name']}:50051"
+    need(
+        any(args[i : i + 2] == ["--workers", workers] for i in range(len(args))),
+        f"{name}: the coordinator must pass `--workers {workers}` (the Service's name and port), not {args}",
+    )
+    for init in pod.get("initContainers", []):
+        need(
+            service["metadata"]["name"] in " ".join(init.get("command", []) + init.get("args", [])),
+            f"{name}: the init container {init['name']} must wait for the Service {service['metadata']['name']}",
+        )
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    need(env.get("KANON_JOB") == "/etc/kanon/job.toml", f"{name}: KANON_JOB must point at the ConfigMap mount")
+    need("KANON_OUTPUT" in env, f"{name}: KANON_OUTPUT is not set")
+    secrets = [s["secretRef"]["name"] for s in container["envFrom"] if "secretRef" in s]
+    need(secrets == ["kanon-s3"], f"{name}: credentials must come from the Secret kanon-s3 through envFrom")
+    res = container["resources"]
+    need({"cpu", "memory"} <= set(res["requests"]), f"{name}: coordinator requests need cpu and memory")
+    need("memory" in res["limits"], f"{name}: the coordinator needs a memory limit")
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    need(mounts["job"]["mountPath"] == "/etc/kanon" and mounts["job"]["readOnly"], f"{name}: job mount")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    need(volumes["job"]["configMap"]["name"] == config_map["metadata"]["name"], f"{name}: job volume")
+
+
 def check_airflow() -> None:
     source = (DEPLOY / "airflow/kanon_release_dag.py").read_text()
     tree = ast.parse(source)
@@ -100,6 +220,7 @@ def main() -> None:
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     check_k8s(out)
+    check_distributed(out)
     check_airflow()
     check_systemd()
     print("deploy examples ok")

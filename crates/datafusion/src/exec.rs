@@ -30,7 +30,9 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
     PlanProperties, SendableRecordBatchStream,
 };
+use datafusion::prelude::SessionConfig;
 use futures::{StreamExt, TryStreamExt};
+use kanon_engine::algorithms::partitioned::{BlockExecutor, LocalBlocks};
 use kanon_engine::encode::Encoder;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::release_schema;
@@ -230,7 +232,7 @@ impl Metrics {
 
 /// Sets a flag when dropped: the stream was dropped (query cancelled), so the
 /// blocking engine task stops at its next phase boundary.
-struct CancelOnDrop(Arc<AtomicBool>);
+pub(crate) struct CancelOnDrop(pub(crate) Arc<AtomicBool>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
@@ -335,6 +337,7 @@ impl ExecutionPlan for AnonymizeExec {
         let cancelled = Arc::new(AtomicBool::new(false));
         let guard = CancelOnDrop(Arc::clone(&cancelled));
         let context_batch_size = context.session_config().batch_size();
+        let blocks = BlockExecutors::of(context.session_config());
         let m = metrics.clone();
         // No work before the first poll: everything happens in this future.
         let work = async move {
@@ -359,7 +362,7 @@ impl ExecutionPlan for AnonymizeExec {
             let job2 = Arc::clone(&job);
             let m2 = m.clone();
             let task = SpawnedTask::spawn_blocking(move || {
-                run_engine(&job2, encoder, held, &m2, &cancelled)
+                run_engine(&job2, encoder, held, &m2, &cancelled, &*blocks)
             });
             task.join()
                 .await
@@ -433,6 +436,7 @@ fn run_engine(
     held: Held,
     m: &Metrics,
     cancelled: &Arc<AtomicBool>,
+    blocks: &dyn BlockExecutor,
 ) -> Result<Ready> {
     let spec = job.spec();
     let f = "anonymize";
@@ -473,6 +477,7 @@ fn run_engine(
         &privacy,
         &cancel,
         kanon_engine::progress::Silent::sink(),
+        blocks,
         job.pseudonymiser().clone(),
     )
     .map_err(|e| engine_error(f, e, false))?;
@@ -510,6 +515,29 @@ fn run_engine(
     Ok(Ready {
         release: Some(release),
     })
+}
+
+/// Where the `anonymize()` calls of a session cluster the blocks of their
+/// block-wise runs: a [`SessionConfig`] extension
+/// (`SessionConfig::with_extension(Arc::new(BlockExecutors::new(executor)))`),
+/// e.g. the workers of a cluster (`distributed`); this machine's cores
+/// when the session has none.
+#[derive(Debug, Clone)]
+pub struct BlockExecutors(Arc<dyn BlockExecutor>);
+
+impl BlockExecutors {
+    /// The extension naming `executor`.
+    pub fn new(executor: Arc<dyn BlockExecutor>) -> Self {
+        BlockExecutors(executor)
+    }
+
+    /// The executor of a session: its extension's, else this machine's.
+    pub fn of(config: &SessionConfig) -> Arc<dyn BlockExecutor> {
+        match config.get_extension::<BlockExecutors>() {
+            Some(e) => Arc::clone(&e.0),
+            None => Arc::new(LocalBlocks),
+        }
+    }
 }
 
 /// The one child of a single-input plan node (`node` names it in the

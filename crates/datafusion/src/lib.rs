@@ -35,6 +35,8 @@
 //! recode, release verification, metrics); this crate plans and streams.
 #![warn(missing_docs)]
 
+#[cfg(feature = "distributed")]
+pub mod distributed;
 mod error;
 pub mod exec;
 pub mod options;
@@ -47,7 +49,7 @@ use std::sync::Arc;
 use datafusion::common::Result;
 use datafusion::prelude::SessionContext;
 
-pub use exec::AnonymizeExec;
+pub use exec::{AnonymizeExec, BlockExecutors};
 pub use options::{AnonymizeSettings, FileAccess, HierarchySource};
 pub use risk::KanonRiskExec;
 pub use table::{

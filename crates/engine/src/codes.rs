@@ -29,11 +29,11 @@ impl Code for u32 {}
 
 /// The codes of one column, one per row, as `u8`, `u16` or `u32` (the
 /// narrowest that holds the column's number of codes).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Codes(pub(crate) Repr);
 
 /// The storage of [`Codes`], by width.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Repr {
     U8(Vec<u8>),
     U16(Vec<u16>),

@@ -53,6 +53,10 @@ pub enum Error {
     /// An arrow kernel failed.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
+    /// The blocks of a block-wise run could not be clustered where they
+    /// were sent (a worker lost or unreachable, a worker's own error).
+    #[error("block-wise run failed on the workers, nothing was released: {0}")]
+    Executor(String),
     /// A broken internal invariant: a bug in kanon, please report it.
     #[error("internal error (a bug in kanon, please report it): {0}")]
     Internal(String),

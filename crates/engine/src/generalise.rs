@@ -14,7 +14,9 @@ use crate::hierarchy::{Level, NodeId};
 use crate::spec::Kind;
 
 /// One published QI cell.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Cell {
     /// A hierarchy node; a leaf is the unchanged value.
     Node(NodeId),

@@ -28,7 +28,7 @@ pub enum NumericCells {
 
 /// Groups of rows with their published tuples, plus suppressed rows. The
 /// default is the partition of no rows.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     n_qi: usize,
     group_of_row: Vec<u32>,

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::algorithms::partitioned::{BlockExecutor, LocalBlocks};
 use crate::algorithms::{self, Context};
 use crate::cancel::Cancellation;
 use crate::encode::{EquivalenceClasses, QiTable};
@@ -72,11 +73,20 @@ pub fn anonymize(spec: &JobSpec, table: &QiTable) -> Result<Anonymization> {
 /// # Errors
 /// As [`anonymize`].
 pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Anonymization> {
-    anonymize_cancellable(spec, table, privacy, Cancellation::never(), Silent::sink())
+    anonymize_cancellable(
+        spec,
+        table,
+        privacy,
+        Cancellation::never(),
+        Silent::sink(),
+        LocalBlocks::get(),
+    )
 }
 
 /// [`anonymize_with`] under a cancellation token that every algorithm
-/// checks in its inner loops, reporting how far it got to `progress`.
+/// checks in its inner loops, reporting how far it got to `progress`, the
+/// blocks of a block-wise run clustered by `blocks` (on this machine:
+/// [`LocalBlocks`]).
 ///
 /// # Errors
 /// As [`anonymize`], and [`crate::Error::Cancelled`] once `cancel` fires.
@@ -86,6 +96,7 @@ pub fn anonymize_cancellable(
     privacy: &Privacy,
     cancel: &Cancellation,
     progress: &dyn Progress,
+    blocks: &dyn BlockExecutor,
 ) -> Result<Anonymization> {
     cancel.check()?;
     let algorithm = algorithms::by_name(spec)?;
@@ -104,6 +115,7 @@ pub fn anonymize_cancellable(
         spec,
         cancel,
         progress,
+        blocks,
     })?;
     timings.algorithm = t.elapsed();
     cancel.check()?;

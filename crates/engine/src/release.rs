@@ -23,6 +23,7 @@
 use arrow::array::RecordBatch;
 use arrow::datatypes::{Schema, SchemaRef};
 
+use crate::algorithms::partitioned::BlockExecutor;
 use crate::cancel::Cancellation;
 use crate::encode::QiTable;
 use crate::error::{Error, Result};
@@ -45,7 +46,8 @@ pub struct Prepared {
 }
 
 /// Runs the job's algorithm on `table` under `cancel` (reporting to
-/// `progress`), verifies the
+/// `progress`, clustering the blocks of a block-wise run with `blocks`),
+/// verifies the
 /// partition, and prepares the recoder (with the keys of the pseudonymised
 /// columns).
 ///
@@ -57,9 +59,10 @@ pub fn prepare(
     privacy: &Privacy,
     cancel: &Cancellation,
     progress: &dyn Progress,
+    blocks: &dyn BlockExecutor,
     pseudonymiser: Pseudonymiser,
 ) -> Result<Prepared> {
-    let anonymization = anonymize_cancellable(spec, table, privacy, cancel, progress)?;
+    let anonymization = anonymize_cancellable(spec, table, privacy, cancel, progress, blocks)?;
     let recoder =
         Recoder::new(spec, table, &anonymization.partition).with_pseudonymiser(pseudonymiser);
     Ok(Prepared {

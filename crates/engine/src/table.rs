@@ -16,7 +16,7 @@ use crate::hierarchy::Hierarchy;
 use crate::spec::{JobSpec, Kind};
 
 /// One encoded quasi-identifier.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct QiColumn {
     pub(crate) name: String,
     pub(crate) kind: Kind,
@@ -113,7 +113,7 @@ impl QiColumn {
 }
 
 /// A sensitive attribute, encoded as dense codes of its distinct values.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SensitiveColumn {
     pub(crate) name: String,
     pub(crate) codes: Codes,
@@ -139,7 +139,7 @@ pub struct SensitiveColumn {
 }
 
 /// The hierarchy of a sensitive attribute and the leaf of each of its codes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SensitiveHierarchy {
     pub(crate) hierarchy: Arc<Hierarchy>,
     /// `leaf_of_code[code]`: the hierarchy leaf of the code's value;
@@ -311,7 +311,7 @@ impl SensitiveColumn {
 }
 
 /// The encoded working set of a job: QI codes and sensitive codes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct QiTable {
     pub(crate) columns: Vec<QiColumn>,
     pub(crate) sensitive: Vec<SensitiveColumn>,

@@ -49,6 +49,7 @@ fn every_algorithm_stops_on_a_fired_token() {
             spec: &spec,
             cancel: &cancel,
             progress: kanon_engine::progress::Silent::sink(),
+            blocks: kanon_engine::algorithms::partitioned::LocalBlocks::get(),
         });
         assert!(
             matches!(result, Err(Error::Cancelled(_))),
@@ -78,6 +79,7 @@ fn a_long_run_stops_soon_after_the_cancel() {
         &privacy,
         &cancel,
         kanon_engine::progress::Silent::sink(),
+        kanon_engine::algorithms::partitioned::LocalBlocks::get(),
     );
     let done = Instant::now();
     let fired_at = fired.join().unwrap();
@@ -112,6 +114,7 @@ fn a_deadline_stops_the_work() {
         &privacy,
         &cancel,
         kanon_engine::progress::Silent::sink(),
+        kanon_engine::algorithms::partitioned::LocalBlocks::get(),
     )
     .unwrap_err();
     assert!(err.to_string().contains("time limit"), "{err}");

@@ -98,6 +98,7 @@ fn a_block_wise_run_reports_each_block_done() {
         &privacy,
         kanon_engine::cancel::Cancellation::never(),
         &recorder,
+        kanon_engine::algorithms::partitioned::LocalBlocks::get(),
     )
     .unwrap();
     let blocks = run.details["partitioned"]["blocks"].as_u64().unwrap();
@@ -110,4 +111,67 @@ fn a_block_wise_run_reports_each_block_done() {
     let mut done: Vec<u64> = reports.iter().map(|r| r.1).collect();
     done.sort_unstable();
     assert_eq!(done, (0..=blocks).collect::<Vec<_>>());
+}
+
+/// Clusters on this machine, then corrupts what comes back as a lost,
+/// buggy or hostile worker might.
+#[derive(Debug)]
+struct Corrupting(fn(&mut Vec<kanon_engine::partition::Partition>));
+
+impl kanon_engine::algorithms::partitioned::BlockExecutor for Corrupting {
+    fn run(
+        &self,
+        blocks: &kanon_engine::algorithms::partitioned::Blocks<'_>,
+    ) -> kanon_engine::Result<kanon_engine::algorithms::partitioned::BlocksRun> {
+        use kanon_engine::algorithms::partitioned::{BlockExecutor, LocalBlocks};
+        let mut run = LocalBlocks::get().run(blocks)?;
+        (self.0)(&mut run.partitions);
+        Ok(run)
+    }
+}
+
+/// Whatever a block executor returns is checked before it is used: a block
+/// missing, blocks swapped or a block's rows each published alone fail the
+/// run (no panic, no release).
+#[test]
+fn partitions_from_an_executor_are_checked_before_anything_is_released() {
+    let (spec, table) = common::adult_table(&[]);
+    let spec = blockwise(&spec, "mondrian", Some(2_000));
+    let privacy = kanon_engine::privacy::Privacy::from_spec(&spec).unwrap();
+    let corruptions: [(&str, fn(&mut Vec<kanon_engine::partition::Partition>)); 3] = [
+        ("a block lost", |p| {
+            p.pop();
+        }),
+        ("two blocks swapped", |p| p.swap(0, 1)),
+        ("a row published in a class of its own", |p| {
+            let mut v = serde_json::to_value(&p[0]).unwrap();
+            let n_qi = v["n_qi"].as_u64().unwrap() as usize;
+            let groups = v["group_of_row"].as_array_mut().unwrap();
+            let (row, g) = groups
+                .iter()
+                .enumerate()
+                .find_map(|(r, g)| Some((r, g.as_u64().filter(|&g| g != u64::from(u32::MAX))?)))
+                .unwrap();
+            let cells = v["cells"].as_array().unwrap();
+            let n_groups = cells.len() / n_qi;
+            let mut own: Vec<serde_json::Value> =
+                cells[g as usize * n_qi..(g as usize + 1) * n_qi].to_vec();
+            own[0] = serde_json::json!("Suppressed");
+            v["group_of_row"][row] = serde_json::json!(n_groups);
+            v["cells"].as_array_mut().unwrap().extend(own);
+            p[0] = serde_json::from_value(v).unwrap();
+        }),
+    ];
+    for (what, corrupt) in corruptions {
+        let result = kanon_engine::pipeline::anonymize_cancellable(
+            &spec,
+            &table,
+            &privacy,
+            kanon_engine::cancel::Cancellation::never(),
+            kanon_engine::progress::Silent::sink(),
+            &Corrupting(corrupt),
+        );
+        let err = result.err().unwrap_or_else(|| panic!("{what}: accepted"));
+        eprintln!("{what}: {err}");
+    }
 }

@@ -86,7 +86,8 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
                 Error::Unsatisfiable(_) => UNSATISFIABLE,
                 Error::Cancelled(_) => INTERRUPTED,
                 Error::VerificationFailed(_) | Error::Internal(_) => INTERNAL,
-                Error::ResourcesExhausted(_) => IO,
+                // A worker lost or unreachable: worth a retry, as I/O is.
+                Error::ResourcesExhausted(_) | Error::Executor(_) => IO,
                 _ => BAD_INPUT,
             };
         }

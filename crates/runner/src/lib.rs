@@ -12,6 +12,7 @@
 mod anonymize;
 mod artefact;
 mod certificate;
+mod cluster;
 mod config;
 mod dataset;
 mod delta;
@@ -71,6 +72,9 @@ enum Command {
     /// Run SQL over Parquet/CSV tables with anonymize(...) and kanon_risk(...).
     #[cfg(feature = "sql")]
     Sql(sql::SqlArgs),
+    /// Serve a worker that clusters the blocks of other machines' jobs
+    /// (`kanon anonymize --workers`, `kanon sql --workers`).
+    Worker(cluster::WorkerArgs),
 }
 
 /// Options shared by every command that reads a job file.
@@ -194,6 +198,7 @@ where
         Command::Generate(args) => generate::run(&args, ui.quiet),
         #[cfg(feature = "sql")]
         Command::Sql(args) => sql::run(&args, &ui),
+        Command::Worker(args) => cluster::run_worker(&args, &ui),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@
 //! `kanon anonymize`.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -64,6 +65,8 @@ pub struct SqlArgs {
     /// Print at most this many rows (0: all).
     #[arg(long, default_value_t = 100)]
     pub max_rows: usize,
+    #[command(flatten)]
+    pub workers: crate::cluster::WorkersArg,
 }
 
 /// A `--table NAME=PATH`.
@@ -248,7 +251,11 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the query runtime")?;
-    let ctx = SessionContext::new();
+    let mut config = datafusion::prelude::SessionConfig::new();
+    if let Some(executor) = args.workers.executor()? {
+        config = config.with_extension(Arc::new(kanon_datafusion::BlockExecutors::new(executor)));
+    }
+    let ctx = SessionContext::new_with_config(config);
     let options = match args.allow_dirs.as_slice() {
         [] => kanon_datafusion::Options::default(),
         dirs => kanon_datafusion::Options::allowed_dirs(dirs.iter().cloned()),

@@ -43,17 +43,20 @@ fn the_examples_parse_and_the_configmap_job_runs() {
     );
 
     let release = dir.path().join("release.parquet");
-    let out = run(kanon()
-        .args(["anonymize", "--dry-run", "-c"])
-        .arg(dir.path().join("job.toml"))
-        .args(["-i", "data/adult/adult.parquet", "-o"])
-        .arg(&release));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!release.exists(), "a dry run writes nothing");
+    // The CronJob's job, and the distributed Job's (deploy/k8s/distributed.yaml).
+    for job in ["job.toml", "distributed-job.toml"] {
+        let out = run(kanon()
+            .args(["anonymize", "--dry-run", "-c"])
+            .arg(dir.path().join(job))
+            .args(["-i", "data/adult/adult.parquet", "-o"])
+            .arg(&release));
+        assert!(
+            out.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!release.exists(), "a dry run writes nothing");
+    }
 }
 
 #[test]

@@ -40,6 +40,9 @@ pub struct Context<'a> {
     /// Where the algorithm reports how much of its work is done (optional;
     /// see [`crate::progress`]).
     pub progress: &'a dyn crate::progress::Progress,
+    /// Where a block-wise run clusters its blocks
+    /// ([`partitioned::LocalBlocks`] unless a front end names another).
+    pub blocks: &'a dyn partitioned::BlockExecutor,
 }
 
 /// What an algorithm returns.

@@ -445,6 +445,7 @@ mod tests {
                 spec,
                 cancel: crate::cancel::Cancellation::never(),
                 progress: crate::progress::Silent::sink(),
+                blocks: crate::algorithms::partitioned::LocalBlocks::get(),
             })
             .unwrap()
     }

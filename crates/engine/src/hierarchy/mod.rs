@@ -32,7 +32,9 @@ use rustc_hash::FxHashMap;
 
 /// A node of a hierarchy. Leaves are nodes `0..leaf_count` in depth-first
 /// order; internal nodes follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct NodeId(pub u32);
 
 /// A level of a hierarchy: 0 is the leaf level, `height` the root.
@@ -42,7 +44,7 @@ pub struct NodeId(pub u32);
 pub struct Level(pub u8);
 
 /// A validated value generalisation hierarchy.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Hierarchy {
     source: String,
     height: u8,

@@ -40,6 +40,7 @@ pub fn release(
         &privacy,
         kanon_engine::cancel::Cancellation::never(),
         kanon_engine::progress::Silent::sink(),
+        kanon_engine::algorithms::partitioned::LocalBlocks::get(),
         Default::default(),
     )?;
     let mut releaser = Releaser::new(spec, recoder, &input.schema(), bucket_rows)?;

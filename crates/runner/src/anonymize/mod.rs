@@ -30,6 +30,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use arrow::array::RecordBatch;
 use clap::Args;
+use kanon_engine::algorithms::partitioned::{BlockExecutor, LocalBlocks};
 use kanon_engine::encode::{Encoder, QiTable};
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::Pseudonymiser;
@@ -63,6 +64,8 @@ const WRITE_ROWS: usize = 65_536;
 pub struct AnonymizeArgs {
     #[command(flatten)]
     job: JobArgs,
+    #[command(flatten)]
+    workers: crate::cluster::WorkersArg,
     /// Read this path or URL instead of `input.path` (a file, a directory,
     /// a glob, or an s3:// object or prefix).
     #[arg(long, short = 'i')]
@@ -110,6 +113,7 @@ fn working_columns(spec: &JobSpec) -> Vec<String> {
 pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let start = Instant::now();
     let plan = Plan::new(args)?;
+    let executor = args.workers.executor()?;
     let spec = &plan.job.spec;
     let first = PassOne::read(&plan, ui)?;
     let privacy = Privacy::from_spec(spec)?;
@@ -140,7 +144,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let Prepared {
         anonymization: mut result,
         recoder,
-    } = anonymise(&plan, &first, &privacy, ui)?;
+    } = anonymise(&plan, &first, &privacy, ui, executor.as_deref())?;
 
     let t = Instant::now();
     let PassOne {
@@ -489,7 +493,13 @@ impl PassOne {
 
 /// The job's algorithm on the encoded table, its partition verified, under
 /// the process's cancellation and with its progress on a spinner.
-fn anonymise(plan: &Plan, first: &PassOne, privacy: &Privacy, ui: &Ui) -> Result<Prepared> {
+fn anonymise(
+    plan: &Plan,
+    first: &PassOne,
+    privacy: &Privacy,
+    ui: &Ui,
+    workers: Option<&dyn BlockExecutor>,
+) -> Result<Prepared> {
     let spec = &plan.job.spec;
     let what = format!("{} on {} rows", spec.algorithm.name, first.rows_in);
     let spinner = ui.spinner("algorithm", what.clone());
@@ -499,6 +509,7 @@ fn anonymise(plan: &Plan, first: &PassOne, privacy: &Privacy, ui: &Ui) -> Result
         privacy,
         &crate::ops::cancellation(),
         &SpinnerProgress::new(spinner.clone(), what),
+        workers.unwrap_or(LocalBlocks::get()),
         plan.pseudonymiser.clone(),
     );
     spinner.finish_and_clear();
@@ -513,6 +524,14 @@ fn anonymise(plan: &Plan, first: &PassOne, privacy: &Privacy, ui: &Ui) -> Result
         classes = prepared.anonymization.report.classes,
         "partition computed and verified"
     );
+    let on_workers = prepared.anonymization.details["partitioned"]["executor"].is_object();
+    if workers.is_some() && !on_workers {
+        tracing::warn!(
+            "--workers: the job ran on this machine only: it did not run in blocks \
+             (at most 100,000 rows, or an algorithm that runs on the whole table); \
+             set algorithm.block_size to send its blocks to the workers"
+        );
+    }
     Ok(prepared)
 }
 

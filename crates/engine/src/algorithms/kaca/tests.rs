@@ -56,6 +56,7 @@ fn run(spec: &JobSpec, table: &QiTable, check: bool) -> Result<Outcome> {
         spec,
         cancel: crate::cancel::Cancellation::never(),
         progress: crate::progress::Silent::sink(),
+        blocks: crate::algorithms::partitioned::LocalBlocks::get(),
     })
 }
 

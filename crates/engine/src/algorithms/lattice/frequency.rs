@@ -304,6 +304,7 @@ mod tests {
             spec: &spec,
             cancel: crate::cancel::Cancellation::never(),
             progress: crate::progress::Silent::sink(),
+            blocks: crate::algorithms::partitioned::LocalBlocks::get(),
         };
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 2];
@@ -350,6 +351,7 @@ mod tests {
             spec: &spec,
             cancel: crate::cancel::Cancellation::never(),
             progress: crate::progress::Silent::sink(),
+            blocks: crate::algorithms::partitioned::LocalBlocks::get(),
         };
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 1, 2];

@@ -23,7 +23,10 @@
 //! 2. **Cluster.** The inner algorithm runs on each block's sub-table
 //!    ([`QiTable::restrict`]: the block's rows, with the whole table's codes
 //!    and statistics, so losses and distances are the whole table's), the
-//!    blocks in parallel (rayon), each with the same job and seed.
+//!    blocks in parallel (rayon), each with the same job and seed: on this
+//!    machine ([`LocalBlocks`]) or on the workers of a cluster (the
+//!    [`BlockExecutor`] in the run's [`Context`], issue 18), with the same
+//!    partitions.
 //! 3. **Union.** Each block's groups, with the cells its algorithm published
 //!    and its suppressed rows, become groups of one [`Partition`] of the
 //!    whole table. Every group satisfies the models in its block, hence in
@@ -52,10 +55,15 @@
 //! number of threads: cuts are deterministic and the blocks' results are
 //! joined in block order.
 
+mod executor;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+pub use executor::{
+    partition_from_bytes, partition_to_bytes, BlockExecutor, BlockTask, Blocks, BlocksRun,
+    LocalBlocks,
+};
+
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -64,10 +72,9 @@ use serde::Serialize;
 use crate::algorithms::mondrian::{self, CutChoice, MondrianParams};
 use crate::algorithms::registry::Capabilities;
 use crate::algorithms::{details, whole_table, Algorithm, Context, Outcome};
-use crate::encode::{EquivalenceClasses, QiTable};
+use crate::encode::QiTable;
 use crate::error::{Error, Result};
 use crate::partition::{Partition, SUPPRESSED};
-use crate::progress::Silent;
 use crate::spec::JobSpec;
 
 /// The job parameter that selects block-wise runs: rows per block.
@@ -285,7 +292,7 @@ impl Algorithm for Partitioned {
                 details,
             });
         }
-        let blocks = mondrian::blocks(
+        let mut rows = mondrian::blocks(
             ctx.table,
             ctx.privacy,
             ctx.cancel,
@@ -294,40 +301,41 @@ impl Algorithm for Partitioned {
             self.block_size,
         );
         ctx.cancel.check()?;
+        rows.par_iter_mut().for_each(|b| b.sort_unstable());
         let partition_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let total = blocks.len() as u64;
-        let done = AtomicU64::new(0);
-        ctx.progress.update("blocks", 0, total);
-        let results = blocks
-            .into_par_iter()
-            .map(|mut rows| {
-                ctx.cancel.check()?;
-                rows.sort_unstable();
-                let sub = ctx.table.restrict(&rows);
-                let classes = EquivalenceClasses::of(&sub);
-                let outcome = self.inner.run(&Context {
-                    table: &sub,
-                    classes: &classes,
-                    privacy: ctx.privacy,
-                    spec: &self.inner_spec,
-                    cancel: ctx.cancel,
-                    progress: Silent::sink(),
-                })?;
-                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                ctx.progress.update("blocks", finished, total);
-                Ok((rows, outcome.partition))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let blocks = Blocks {
+            table: ctx.table,
+            rows,
+            spec: &self.inner_spec,
+            inner: &*self.inner,
+            privacy: ctx.privacy,
+            cancel: ctx.cancel,
+            progress: ctx.progress,
+        };
+        let BlocksRun {
+            partitions,
+            details: executor,
+        } = ctx.blocks.run(&blocks)?;
+        ctx.cancel.check()?;
+        if partitions.len() != blocks.len() {
+            return Err(Error::Internal(format!(
+                "{} blocks were sent to be clustered, {} came back",
+                blocks.len(),
+                partitions.len()
+            )));
+        }
+        let results: Vec<(Vec<u32>, Partition)> = blocks.rows.into_iter().zip(partitions).collect();
         let blocks_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let sizes: Vec<usize> = results.iter().map(|(rows, _)| rows.len()).collect();
         let partition = union(ctx.table, results)?;
         let union_s = t.elapsed().as_secs_f64();
-        Ok(Outcome {
-            partition,
-            details: self.details(&sizes, [partition_s, blocks_s, union_s], None)?,
-        })
+        let mut details = self.details(&sizes, [partition_s, blocks_s, union_s], None)?;
+        if !executor.is_null() {
+            details["partitioned"]["executor"] = executor;
+        }
+        Ok(Outcome { partition, details })
     }
 }
 
@@ -373,6 +381,19 @@ fn union(table: &QiTable, blocks: Vec<(Vec<u32>, Partition)>) -> Result<Partitio
                 "a block of {} rows came back with a partition of {} rows",
                 rows.len(),
                 p.n_rows()
+            )));
+        }
+        // A block's partition may come from another process: check it
+        // before its group ids index anything.
+        if p.group_of_row()
+            .iter()
+            .any(|&g| g != SUPPRESSED && g as usize >= p.n_groups())
+            || (0..p.n_groups()).any(|g| p.tuple(g).len() != table.n_qi())
+        {
+            return Err(Error::Internal(format!(
+                "a block's partition does not fit its block ({} groups of {} QIs expected)",
+                p.n_groups(),
+                table.n_qi()
             )));
         }
         let base = tuples.len() as u32;

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::algorithms::by_name;
-use crate::encode::QiTable;
+use crate::encode::{EquivalenceClasses, QiTable};
 use crate::privacy::PrivacyModel;
 use crate::privacy::{ClassView, Privacy};
 use crate::verify::verify_partition;
@@ -61,6 +61,7 @@ fn run(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Outcome> {
         spec,
         cancel: crate::cancel::Cancellation::never(),
         progress: crate::progress::Silent::sink(),
+        blocks: crate::algorithms::partitioned::LocalBlocks::get(),
     })
 }
 
@@ -450,6 +451,7 @@ fn run_on(
             spec,
             cancel: crate::cancel::Cancellation::never(),
             progress: crate::progress::Silent::sink(),
+            blocks: crate::algorithms::partitioned::LocalBlocks::get(),
         })
         .unwrap()
 }

@@ -1,0 +1,611 @@
+//! Block-wise runs on the workers of a datafusion-distributed cluster
+//! (issue 18): the job's blocks are clustered on other machines, the
+//! release is joined, verified and committed where the job runs.
+//!
+//! A block-wise run ([`kanon_engine::algorithms::partitioned`]) cuts the
+//! table into blocks with Mondrian's cuts, clusters every block on its own
+//! and joins the blocks' partitions. A [`Cluster`] is the
+//! [`BlockExecutor`] that sends the blocks to workers:
+//!
+//! 1. **Cuts** (the coordinator, the process running the job): the QI scan
+//!    encodes the table and cuts it into blocks, as on one machine.
+//! 2. **Shipping**: the blocks are split into one consecutive range per
+//!    worker, of about equal rows ([`Blocks::split`]); each range travels
+//!    as a [`BlockTask`] (the job, the sub-table of its rows with the whole
+//!    table's codes and statistics) inside the plan of a
+//!    [`BlockTaskExec`] leaf, one variant per task of a
+//!    [`DistributedLeafExec`] under a [`NetworkCoalesceExec`]:
+//!    datafusion-distributed 4 plans the stages, sends each worker its own
+//!    variant only ([`KanonCodec`]) and streams the results back over Arrow
+//!    Flight.
+//! 3. **Blocks** (the workers, `kanon worker`): every block of the task is
+//!    clustered on the worker's cores, exactly as [`LocalBlocks`] does on
+//!    one machine; each block's partition comes back as one row.
+//! 4. **Union and verification** (the coordinator): the partitions are
+//!    joined in block order and the union is verified against the privacy
+//!    models before pass 2 recodes, verifies again and commits. Nothing from
+//!    a worker is trusted: a wrong partition fails verification, a lost
+//!    worker fails the job, and nothing is committed.
+//!
+//! Because every block is clustered by the same code on the same sub-table,
+//! the release is byte-identical to the single-machine block-wise run of the
+//! same job and seed. Pass 2 (recode, order, write) stays on the
+//! coordinator: the rows themselves never leave it, only their QI and
+//! sensitive codes do.
+//!
+//! [`LocalBlocks`]: kanon_engine::algorithms::partitioned::LocalBlocks
+
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, LargeBinaryArray, RecordBatch, UInt32Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{internal_err, DataFusionError, Result};
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::execution::{SessionStateBuilder, TaskContext};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+    SendableRecordBatchStream,
+};
+use datafusion::prelude::SessionContext;
+use datafusion_distributed::{
+    DistributedExt, DistributedLeafExec, NetworkCoalesceExec, SessionStateBuilderExt, Worker,
+    WorkerQueryContext, WorkerResolver,
+};
+use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
+use kanon_engine::algorithms::partitioned::{
+    partition_from_bytes, partition_to_bytes, BlockExecutor, BlockTask, Blocks, BlocksRun,
+};
+use kanon_engine::cancel::Cancellation;
+use url::Url;
+
+use crate::error::engine_error;
+use crate::exec::CancelOnDrop;
+
+/// The workers of a datafusion-distributed cluster, as the executor of
+/// block-wise runs (see the module docs).
+pub struct Cluster {
+    ctx: SessionContext,
+    workers: Vec<Url>,
+    handle: tokio::runtime::Handle,
+    /// The runtime [`Cluster::connect`] started, kept alive with the cluster.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which a runtime's own threads may not.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let workers: Vec<&str> = self.workers.iter().map(Url::as_str).collect();
+        f.debug_struct("Cluster")
+            .field("workers", &workers)
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// A cluster of the `kanon worker`s at `workers` (`http://host:port`),
+    /// with its own small runtime for the coordinator's side of the
+    /// distributed plans. Connections are made when a run starts.
+    ///
+    /// # Errors
+    /// When no worker is given, a worker's address is not an `http://` URL,
+    /// or the runtime cannot start.
+    pub fn connect(workers: &[Url]) -> Result<Cluster> {
+        if workers.is_empty() {
+            return Err(DataFusionError::Configuration(
+                "no worker given: name at least one `kanon worker` (--workers http://HOST:PORT,...)".into(),
+            ));
+        }
+        if let Some(bad) = workers
+            .iter()
+            .find(|u| u.scheme() != "http" || u.host().is_none())
+        {
+            return Err(DataFusionError::Configuration(format!(
+                "worker `{bad}` is not an http://HOST:PORT address (kanon workers speak gRPC over plain HTTP/2; put TLS in front with a proxy)"
+            )));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("kanon-coordinator")
+            .enable_all()
+            .build()
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let state = SessionStateBuilder::new()
+            .with_default_features()
+            .with_distributed_worker_resolver(StaticWorkers(workers.to_vec()))
+            .with_distributed_planner()
+            .with_distributed_user_codec(KanonCodec)
+            .build();
+        Ok(Cluster {
+            ctx: SessionContext::from(state),
+            workers: workers.to_vec(),
+            handle: runtime.handle().clone(),
+            runtime: Some(runtime),
+        })
+    }
+
+    /// A cluster behind a coordinator session the caller built (its worker
+    /// resolver, channel resolver and distributed planner set, and
+    /// [`KanonCodec`] registered with `with_distributed_user_codec`), whose
+    /// plans run on `handle`; `workers` are the URLs its resolver returns.
+    /// For embedders with their own resolvers, and for in-memory test
+    /// clusters.
+    pub fn with_context(
+        ctx: SessionContext,
+        handle: tokio::runtime::Handle,
+        workers: Vec<Url>,
+    ) -> Cluster {
+        Cluster {
+            ctx,
+            workers,
+            handle,
+            runtime: None,
+        }
+    }
+
+    /// The workers' URLs.
+    pub fn workers(&self) -> &[Url] {
+        &self.workers
+    }
+
+    /// Runs the distributed plan of `payloads` (one encoded [`BlockTask`]
+    /// per worker task) and returns every block's partition bytes, by block.
+    async fn execute(&self, tasks: Vec<(u32, Arc<[u8]>)>) -> Result<Vec<(u32, Vec<u8>)>> {
+        let schema = BlockTaskExec::output_schema();
+        let variants: Vec<Arc<dyn ExecutionPlan>> = tasks
+            .iter()
+            .map(|(first, payload)| Arc::new(BlockTaskExec::new(*first, Arc::clone(payload))) as _)
+            .collect();
+        let original: Arc<dyn ExecutionPlan> =
+            Arc::new(BlockTaskExec::new(0, Arc::from(Vec::new())));
+        let n_tasks = variants.len();
+        let leaf = Arc::new(DistributedLeafExec::try_new(original, variants)?);
+        let gather = Arc::new(NetworkCoalesceExec::try_new(leaf, n_tasks, 1)?);
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(GatherExec::new(gather));
+        let provider = Arc::new(PlannedTable { schema, plan });
+        let physical = self
+            .ctx
+            .read_table(provider)?
+            .create_physical_plan()
+            .await?;
+        let batches = datafusion::physical_plan::collect(physical, self.ctx.task_ctx()).await?;
+        let mut out = Vec::new();
+        for b in batches {
+            let blocks = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| DataFusionError::Internal("block column is not UInt32".into()))?;
+            let parts = b
+                .column(1)
+                .as_any()
+                .downcast_ref::<LargeBinaryArray>()
+                .ok_or_else(|| {
+                    DataFusionError::Internal("partition column is not LargeBinary".into())
+                })?;
+            for i in 0..b.num_rows() {
+                out.push((blocks.value(i), parts.value(i).to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The workers that refuse a TCP connection within `timeout`: named in
+    /// the error of a failed run, since the engine's error does not say
+    /// which worker was lost.
+    fn unreachable(&self, timeout: Duration) -> Vec<String> {
+        self.workers
+            .iter()
+            .filter(|u| {
+                let addrs: Vec<SocketAddr> = match (u.host_str(), u.port_or_known_default()) {
+                    (Some(h), Some(p)) => (h, p)
+                        .to_socket_addrs()
+                        .map(Iterator::collect)
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                // In-memory test clusters have no address to probe.
+                !addrs.is_empty()
+                    && !addrs
+                        .iter()
+                        .any(|a| std::net::TcpStream::connect_timeout(a, timeout).is_ok())
+            })
+            .map(|u| u.to_string())
+            .collect()
+    }
+}
+
+impl BlockExecutor for Cluster {
+    fn run(&self, blocks: &Blocks<'_>) -> kanon_engine::Result<BlocksRun> {
+        let t = Instant::now();
+        let ranges = blocks.split(self.workers.len());
+        let tasks = ranges
+            .iter()
+            .map(|r| {
+                let task = blocks.task(r.clone());
+                Ok((r.start as u32, Arc::<[u8]>::from(task.to_bytes()?)))
+            })
+            .collect::<kanon_engine::Result<Vec<_>>>()?;
+        let bytes_to_workers: usize = tasks.iter().map(|(_, p)| p.len()).sum();
+        let ship_s = t.elapsed().as_secs_f64();
+        blocks.cancel().check()?;
+        let t = Instant::now();
+        let result = std::thread::scope(|s| {
+            s.spawn(|| self.handle.block_on(self.execute(tasks)))
+                .join()
+                .unwrap_or_else(|_| internal_err!("the coordinator's thread panicked"))
+        });
+        let mut returned = result.map_err(|e| {
+            let lost = self.unreachable(Duration::from_secs(2));
+            let which = match lost.is_empty() {
+                true => String::new(),
+                false => format!(" (unreachable: {})", lost.join(", ")),
+            };
+            kanon_engine::Error::Executor(format!(
+                "{e}{which}; workers: {}",
+                self.workers
+                    .iter()
+                    .map(Url::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let run_s = t.elapsed().as_secs_f64();
+        returned.sort_unstable_by_key(|(b, _)| *b);
+        let bytes_from_workers: usize = returned.iter().map(|(_, p)| p.len()).sum();
+        if returned.len() != blocks.len()
+            || returned
+                .iter()
+                .enumerate()
+                .any(|(i, (b, _))| *b as usize != i)
+        {
+            return Err(kanon_engine::Error::Executor(format!(
+                "{} blocks were sent, the workers returned {} (some twice or none)",
+                blocks.len(),
+                returned.len()
+            )));
+        }
+        let partitions = returned
+            .iter()
+            .map(|(_, p)| partition_from_bytes(p))
+            .collect::<kanon_engine::Result<Vec<_>>>()?;
+        Ok(BlocksRun {
+            partitions,
+            details: serde_json::json!({
+                "workers": self.workers.len(),
+                "tasks": ranges.len(),
+                "bytes_to_workers": bytes_to_workers,
+                "bytes_from_workers": bytes_from_workers,
+                "encode_s": ship_s,
+                "distributed_s": run_s,
+            }),
+        })
+    }
+}
+
+/// A fixed list of workers.
+#[derive(Debug, Clone)]
+struct StaticWorkers(Vec<Url>);
+
+impl WorkerResolver for StaticWorkers {
+    fn get_urls(&self) -> Result<Vec<Url>> {
+        Ok(self.0.clone())
+    }
+}
+
+/// A table whose scan is a plan built beforehand: how a plan with its own
+/// network boundaries reaches datafusion-distributed's planner.
+#[derive(Debug)]
+struct PlannedTable {
+    schema: SchemaRef,
+    plan: Arc<dyn ExecutionPlan>,
+}
+
+#[async_trait]
+impl TableProvider for PlannedTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match projection {
+            Some(p) if *p != (0..self.schema.fields().len()).collect::<Vec<_>>() => {
+                internal_err!("the blocks' plan is read whole, not projected")
+            }
+            _ => Ok(Arc::clone(&self.plan)),
+        }
+    }
+}
+
+/// The leaf of a worker's task: clusters the blocks of one [`BlockTask`]
+/// and emits one row per block (its index in the run, its partition).
+#[derive(Debug)]
+pub struct BlockTaskExec {
+    first_block: u32,
+    payload: Arc<[u8]>,
+    properties: Arc<PlanProperties>,
+}
+
+impl BlockTaskExec {
+    fn new(first_block: u32, payload: Arc<[u8]>) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(Self::output_schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
+        BlockTaskExec {
+            first_block,
+            payload,
+            properties,
+        }
+    }
+
+    fn output_schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("block", DataType::UInt32, false),
+            Field::new("partition", DataType::LargeBinary, false),
+        ]))
+    }
+}
+
+impl DisplayAs for BlockTaskExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "BlockTaskExec: blocks from {}, {} bytes",
+            self.first_block,
+            self.payload.len()
+        )
+    }
+}
+
+impl ExecutionPlan for BlockTaskExec {
+    fn name(&self) -> &str {
+        "BlockTaskExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !children.is_empty() {
+            return internal_err!("BlockTaskExec takes no child");
+        }
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        crate::exec::only_partition("BlockTaskExec", partition)?;
+        let payload = Arc::clone(&self.payload);
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let guard = CancelOnDrop(Arc::clone(&cancelled));
+        let work = async move {
+            let _guard = guard;
+            let task = SpawnedTask::spawn_blocking(move || -> Result<RecordBatch> {
+                let f = "anonymize";
+                let task =
+                    BlockTask::from_bytes(&payload).map_err(|e| engine_error(f, e, false))?;
+                let cancel = Cancellation::from_flag(cancelled);
+                let partitions = task.run(&cancel).map_err(|e| engine_error(f, e, false))?;
+                let first = task.first_block() as u32;
+                let blocks: UInt32Array = (first..first + partitions.len() as u32).collect();
+                let bytes = partitions
+                    .iter()
+                    .map(partition_to_bytes)
+                    .collect::<kanon_engine::Result<Vec<_>>>()
+                    .map_err(|e| engine_error(f, e, false))?;
+                let parts = LargeBinaryArray::from_iter_values(bytes.iter());
+                Ok(RecordBatch::try_new(
+                    BlockTaskExec::output_schema(),
+                    vec![Arc::new(blocks), Arc::new(parts)],
+                )?)
+            });
+            task.join()
+                .await
+                .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Self::output_schema(),
+            futures::stream::once(work),
+        )))
+    }
+}
+
+/// The head of the blocks' plan, on the coordinator: every block's row from
+/// every worker task, in one partition (what the distributed plan's root
+/// must have). A node of kanon's own, because the physical optimizer drops a
+/// `CoalescePartitionsExec` at a plan's root.
+#[derive(Debug)]
+struct GatherExec {
+    input: Arc<dyn ExecutionPlan>,
+    properties: Arc<PlanProperties>,
+}
+
+impl GatherExec {
+    fn new(input: Arc<dyn ExecutionPlan>) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(input.schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        GatherExec { input, properties }
+    }
+}
+
+impl DisplayAs for GatherExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GatherExec")
+    }
+}
+
+impl ExecutionPlan for GatherExec {
+    fn name(&self) -> &str {
+        "GatherExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(GatherExec::new(crate::exec::only_child(
+            "GatherExec",
+            children,
+        )?)))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        crate::exec::only_partition("GatherExec", partition)?;
+        let streams = (0..self.input.output_partitioning().partition_count())
+            .map(|p| self.input.execute(p, Arc::clone(&context)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.input.schema(),
+            futures::stream::select_all(streams),
+        )))
+    }
+}
+
+/// Carries kanon's plan nodes between the coordinator and the workers:
+/// registered on both sides (`with_distributed_user_codec(KanonCodec)`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KanonCodec;
+
+/// The first bytes of an encoded [`BlockTaskExec`].
+const BLOCK_TASK_TAG: &[u8] = b"kanon.block-task.1";
+
+impl PhysicalExtensionCodec for KanonCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        _ctx: &TaskContext,
+        _proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let Some(rest) = buf.strip_prefix(BLOCK_TASK_TAG) else {
+            return internal_err!("not a kanon plan node (or another kanon version's)");
+        };
+        if !inputs.is_empty() || rest.len() < 4 {
+            return internal_err!("a malformed BlockTaskExec");
+        }
+        let (first, payload) = rest.split_at(4);
+        let first = u32::from_le_bytes(first.try_into().expect("4 bytes"));
+        Ok(Arc::new(BlockTaskExec::new(first, Arc::from(payload))))
+    }
+
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        _proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<()> {
+        let Some(exec) = node.downcast_ref::<BlockTaskExec>() else {
+            return internal_err!("KanonCodec cannot encode {}", node.name());
+        };
+        buf.extend_from_slice(BLOCK_TASK_TAG);
+        buf.extend_from_slice(&exec.first_block.to_le_bytes());
+        buf.extend_from_slice(&exec.payload);
+        Ok(())
+    }
+}
+
+/// A datafusion-distributed worker that runs kanon's plan nodes: what
+/// `kanon worker` serves. Pseudonymisation keys never travel to it (pass 2
+/// stays on the coordinator).
+pub fn worker() -> Worker {
+    Worker::from_session_builder(worker_session)
+}
+
+/// The session of one query on a worker: DataFusion's defaults and
+/// [`KanonCodec`]. Public for in-memory test clusters.
+pub async fn worker_session(
+    ctx: WorkerQueryContext,
+) -> Result<datafusion::execution::SessionState> {
+    Ok(ctx.builder.with_distributed_user_codec(KanonCodec).build())
+}
+
+/// Serves [`worker`] on `listener` until `shutdown` completes.
+///
+/// # Errors
+/// When the gRPC server fails.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<()> {
+    tonic::transport::Server::builder()
+        .add_service(worker().into_worker_server())
+        .serve_with_incoming_shutdown(
+            tonic::transport::server::TcpIncoming::from(listener),
+            shutdown,
+        )
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))
+}

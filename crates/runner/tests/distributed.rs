@@ -1,0 +1,176 @@
+//! `kanon worker` processes on 127.0.0.1 and `kanon anonymize --workers`
+//! (issue 18): the same release as the single-machine block-wise run, and a
+//! worker killed mid-job fails the job with its address and commits nothing.
+#![cfg(feature = "distributed")]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+
+use common::*;
+
+/// A `kanon worker` on a free port of 127.0.0.1, killed when dropped.
+struct Worker {
+    child: Child,
+    url: String,
+}
+
+impl Worker {
+    fn start() -> Worker {
+        let mut child = kanon()
+            .args(["worker", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("kanon worker listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_string();
+        Worker { child, url }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `kanon anonymize` of `input` (the bundled Adult data by default) with the
+/// Adult job in blocks of `block_size` rows, on `workers` when given.
+fn anonymize(
+    dir: &Path,
+    input: Option<&Path>,
+    block_size: usize,
+    out: &str,
+    workers: &[&Worker],
+) -> std::process::Output {
+    let job = adult_job(dir, |t| t);
+    let mut c = kanon();
+    c.args(["-q", "anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(dir.join(out));
+    c.args(["--set", &format!("algorithm.block_size={block_size}")]);
+    c.args(["--set", "columns.unlisted=\"insensitive\""]);
+    c.arg("--metrics-json").arg(dir.join(format!("{out}.json")));
+    if let Some(i) = input {
+        c.arg("-i").arg(i);
+    }
+    if !workers.is_empty() {
+        let urls: Vec<&str> = workers.iter().map(|w| w.url.as_str()).collect();
+        c.args(["--workers", &urls.join(",")]);
+    }
+    run(&mut c)
+}
+
+fn executor(dir: &Path, out: &str) -> serde_json::Value {
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("{out}.json"))).unwrap()).unwrap();
+    let details = m
+        .pointer("/algorithm/details/partitioned")
+        .or_else(|| m.pointer("/details/partitioned"))
+        .unwrap_or_else(|| panic!("no partitioned details in {m}"));
+    details["executor"].clone()
+}
+
+fn same_release(dir: &Path, input: Option<&Path>, block_size: usize) {
+    let single = anonymize(dir, input, block_size, "single.parquet", &[]);
+    assert!(single.status.success(), "{}", show(&single));
+    let (a, b) = (Worker::start(), Worker::start());
+    let two = anonymize(dir, input, block_size, "two.parquet", &[&a, &b]);
+    assert!(two.status.success(), "{}", show(&two));
+    let here = std::fs::read(dir.join("single.parquet")).unwrap();
+    let there = std::fs::read(dir.join("two.parquet")).unwrap();
+    assert!(
+        here == there,
+        "the release on two workers differs from the single-machine one"
+    );
+    assert!(executor(dir, "single.parquet").is_null());
+    let e = executor(dir, "two.parquet");
+    assert_eq!(e["workers"], 2, "{e}");
+    assert_eq!(e["tasks"], 2, "{e}");
+}
+
+#[test]
+fn adult_on_two_worker_processes_is_the_single_machine_release() {
+    let dir = tempfile::tempdir().unwrap();
+    same_release(dir.path(), None, 2_000);
+}
+
+#[test]
+fn a_million_generated_rows_on_two_worker_processes_is_the_single_machine_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("gen.parquet");
+    let g = run(kanon()
+        .args([
+            "-q", "generate", "--like", "adult", "--rows", "1000000", "--seed", "18",
+        ])
+        .arg(&input));
+    assert!(g.status.success(), "{}", show(&g));
+    same_release(dir.path(), Some(&input), 10_000);
+}
+
+#[test]
+fn a_worker_killed_mid_job_fails_the_job_by_its_address_and_commits_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let barrier = tempfile::tempdir().unwrap();
+    std::fs::write(barrier.path().join("blocks.wait"), b"").unwrap();
+    let (a, mut b) = (Worker::start(), Worker::start());
+    let job = adult_job(dir.path(), |t| t);
+    let child = kanon()
+        .env("KANON_TEST_BARRIER", barrier.path())
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(out.path().join("release.parquet"))
+        .args(["--set", "algorithm.block_size=2000"])
+        .args(["--workers", &format!("{},{}", a.url, b.url)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The job has read and cut the table; its blocks are about to leave.
+    let point = barrier.path().join("blocks");
+    let start = std::time::Instant::now();
+    while !point.exists() {
+        assert!(start.elapsed().as_secs() < 300, "barrier not reached");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    b.kill();
+    std::fs::remove_file(barrier.path().join("blocks.wait")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success(), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("nothing was released"), "{err}");
+    assert!(err.contains(&format!("unreachable: {}", b.url)), "{err}");
+    assert!(!err.contains(&format!("unreachable: {}", a.url)), "{err}");
+    assert!(ls(out.path()).is_empty(), "{:?}", ls(out.path()));
+}
+
+#[test]
+fn bad_worker_addresses_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = adult_job(dir.path(), |t| t);
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .args(["--workers", "ftp://127.0.0.1:1"]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("ftp://127.0.0.1:1"), "{}", show(&o));
+    assert!(ls(dir.path()) == ["job.toml"], "{:?}", ls(dir.path()));
+}
