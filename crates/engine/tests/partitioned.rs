@@ -116,14 +116,17 @@ fn a_block_wise_run_reports_each_block_done() {
 /// Clusters on this machine, then corrupts what comes back as a lost,
 /// buggy or hostile worker might.
 #[derive(Debug)]
-struct Corrupting(fn(&mut Vec<kanon_engine::partition::Partition>));
+struct Corrupting(Corruption);
+
+/// Changes the blocks' partitions.
+type Corruption = fn(&mut Vec<kanon_engine::partition::Partition>);
 
 impl kanon_engine::algorithms::partitioned::BlockExecutor for Corrupting {
     fn run(
         &self,
         blocks: &kanon_engine::algorithms::partitioned::Blocks<'_>,
     ) -> kanon_engine::Result<kanon_engine::algorithms::partitioned::BlocksRun> {
-        use kanon_engine::algorithms::partitioned::{BlockExecutor, LocalBlocks};
+        use kanon_engine::algorithms::partitioned::LocalBlocks;
         let mut run = LocalBlocks::get().run(blocks)?;
         (self.0)(&mut run.partitions);
         Ok(run)
@@ -138,7 +141,7 @@ fn partitions_from_an_executor_are_checked_before_anything_is_released() {
     let (spec, table) = common::adult_table(&[]);
     let spec = blockwise(&spec, "mondrian", Some(2_000));
     let privacy = kanon_engine::privacy::Privacy::from_spec(&spec).unwrap();
-    let corruptions: [(&str, fn(&mut Vec<kanon_engine::partition::Partition>)); 3] = [
+    let corruptions: [(&str, Corruption); 3] = [
         ("a block lost", |p| {
             p.pop();
         }),
