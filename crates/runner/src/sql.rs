@@ -224,6 +224,45 @@ fn code_of(e: &DataFusionError) -> u8 {
     }
 }
 
+/// The local file or directory a `COPY ... TO` writes, when it did not
+/// exist before the query: removed unless the query succeeds, since
+/// DataFusion's `COPY` writes in place and leaves a partial (or zero-row)
+/// file when the query fails, e.g. when `anonymize()` refuses.
+struct CopyTarget {
+    path: Option<std::path::PathBuf>,
+}
+
+impl CopyTarget {
+    fn of(plan: &datafusion::logical_expr::LogicalPlan) -> Option<CopyTarget> {
+        let datafusion::logical_expr::LogicalPlan::Copy(copy) = plan else {
+            return None;
+        };
+        let url = copy.output_url.as_str();
+        let path = match url.strip_prefix("file://") {
+            Some(p) => p,
+            None if url.contains("://") => return None,
+            None => url,
+        };
+        let path = std::path::PathBuf::from(path);
+        (!path.exists()).then_some(CopyTarget { path: Some(path) })
+    }
+
+    fn keep(&mut self) {
+        self.path = None;
+    }
+}
+
+impl Drop for CopyTarget {
+    fn drop(&mut self) {
+        if let Some(p) = self.path.take() {
+            let _ = match p.is_dir() {
+                true => std::fs::remove_dir_all(&p),
+                false => std::fs::remove_file(&p),
+            };
+        }
+    }
+}
+
 /// Runs `kanon sql`.
 pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
     let tables = args
@@ -269,8 +308,10 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             rt.block_on(register(&ctx, &storage, t, args))?;
         }
     }
+    let mut copy_target = None;
     let planned = rt.block_on(async {
         let df = ctx.sql(&args.query).await?;
+        copy_target = CopyTarget::of(df.logical_plan());
         df.execute_stream().await
     });
     let mut stream = match planned {
@@ -331,6 +372,9 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
                 println!("({rows} rows)");
             }
         }
+    }
+    if let Some(t) = copy_target.as_mut() {
+        t.keep();
     }
     Ok(ExitCode::SUCCESS)
 }

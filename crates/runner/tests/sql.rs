@@ -205,3 +205,30 @@ fn sql_and_anonymize_publish_the_same_release() {
         assert_eq!(&x, &y);
     }
 }
+
+/// DataFusion's `COPY ... TO` writes in place: when anonymize() refuses,
+/// `kanon sql` removes what the failed query left (a zero-row file), and
+/// keeps what existed before.
+#[test]
+fn a_failed_copy_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("release.parquet");
+    let copy = |dest: &Path, k: usize| {
+        kanon(&[
+            "sql",
+            &format!(
+                "COPY (SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = {k}')) \
+                 TO '{}' STORED AS PARQUET",
+                dest.display()
+            ),
+            "--table",
+            ADULT,
+        ])
+    };
+    let o = copy(&dest, 40_000);
+    assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));
+    assert!(!dest.exists(), "a refused COPY left {}", dest.display());
+    let o = copy(&dest, 10);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert!(dest.exists());
+}
