@@ -10,7 +10,9 @@
 //! 1. **Cuts** (the coordinator, the process running the job): the QI scan
 //!    encodes the table and cuts it into blocks, as on one machine.
 //! 2. **Shipping**: the blocks are split into one consecutive range per
-//!    worker, of about equal rows ([`Blocks::split`]); each range travels
+//!    worker (two for a single worker, whose stage datafusion-distributed
+//!    would otherwise run on the coordinator), of about equal rows
+//!    ([`Blocks::split`]); each range travels
 //!    as a [`BlockTask`] (the job, the sub-table of its rows with the whole
 //!    table's codes and statistics) inside the plan of a
 //!    [`BlockTaskExec`] leaf, one variant per task of a
@@ -66,6 +68,7 @@ use datafusion_distributed::{
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use kanon_engine::algorithms::partitioned::{
     partition_from_bytes, partition_to_bytes, BlockExecutor, BlockTask, Blocks, BlocksRun,
+    LocalBlocks,
 };
 use kanon_engine::cancel::Cancellation;
 use url::Url;
@@ -237,7 +240,14 @@ impl Cluster {
 impl BlockExecutor for Cluster {
     fn run(&self, blocks: &Blocks<'_>) -> kanon_engine::Result<BlocksRun> {
         let t = Instant::now();
-        let ranges = blocks.split(self.workers.len());
+        // At least two tasks: datafusion-distributed runs a stage of one
+        // task on the coordinator itself (it elides a 1-to-1 boundary), so
+        // one worker gets two tasks.
+        let ranges = blocks.split(self.workers.len().max(2));
+        if ranges.len() < 2 {
+            // A single block (no cut was possible): nothing to spread.
+            return LocalBlocks::get().run(blocks);
+        }
         let tasks = ranges
             .iter()
             .map(|r| {
@@ -425,6 +435,11 @@ impl ExecutionPlan for BlockTaskExec {
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         crate::exec::only_partition("BlockTaskExec", partition)?;
+        if self.payload.is_empty() {
+            return internal_err!(
+                "the blocks' plan ran without its task (on the coordinator instead of a worker): a bug in kanon"
+            );
+        }
         let payload = Arc::clone(&self.payload);
         let cancelled = Arc::new(AtomicBool::new(false));
         let guard = CancelOnDrop(Arc::clone(&cancelled));

@@ -174,3 +174,40 @@ fn bad_worker_addresses_are_refused_before_any_work() {
     assert!(stderr(&o).contains("ftp://127.0.0.1:1"), "{}", show(&o));
     assert!(ls(dir.path()) == ["job.toml"], "{:?}", ls(dir.path()));
 }
+
+#[test]
+fn kanon_sql_on_a_worker_process_is_the_single_machine_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let query = "COPY (SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", \
+                 algorithm.block_size = 3000')) TO '{out}' STORED AS PARQUET";
+    let sql = |out: &str, workers: Option<&Worker>| {
+        let out = dir.path().join(out);
+        let mut c = kanon();
+        c.args(["sql", "-t", "adult=data/adult/adult.parquet"])
+            .arg(query.replace("{out}", &out.display().to_string()));
+        if let Some(w) = workers {
+            c.args(["--workers", &w.url]);
+        }
+        let o = run(&mut c);
+        assert!(o.status.success(), "{}", show(&o));
+        read_parquet(&out)
+    };
+    let here = sql("single.parquet", None);
+    let worker = Worker::start();
+    let there = sql("one.parquet", Some(&worker));
+    assert!(here.num_rows() > 29_000);
+    assert_eq!(here, there);
+    // The blocks do go to --workers: a dead one fails the query, by address.
+    let out = dir.path().join("dead.parquet");
+    let o = run(kanon()
+        .args(["sql", "-t", "adult=data/adult/adult.parquet"])
+        .arg(query.replace("{out}", &out.display().to_string()))
+        .args(["--workers", "127.0.0.1:1"]));
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("unreachable: http://127.0.0.1:1/"),
+        "{}",
+        show(&o)
+    );
+    assert!(!out.exists(), "the failed COPY left {}", out.display());
+}
