@@ -62,10 +62,12 @@ use datafusion::physical_plan::{
 };
 use datafusion::prelude::SessionContext;
 use datafusion_distributed::{
-    DistributedExt, DistributedLeafExec, NetworkCoalesceExec, SessionStateBuilderExt, Worker,
-    WorkerQueryContext, WorkerResolver,
+    DistributedExt, DistributedLeafExec, NetworkCoalesceExec, RouteTasksEvent,
+    RouteTasksEventResponse, RouteTasksHandler, SessionStateBuilderExt, Worker, WorkerQueryContext,
+    WorkerResolver,
 };
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
+use futures::StreamExt;
 use kanon_engine::algorithms::partitioned::{
     partition_from_bytes, partition_to_bytes, BlockExecutor, BlockTask, Blocks, BlocksRun,
     LocalBlocks,
@@ -137,6 +139,7 @@ impl Cluster {
             .with_distributed_worker_resolver(StaticWorkers(workers.to_vec()))
             .with_distributed_planner()
             .with_distributed_user_codec(KanonCodec)
+            .with_distributed_route_tasks_handler(in_order(workers.to_vec()))
             .build();
         Ok(Cluster {
             ctx: SessionContext::from(state),
@@ -153,10 +156,11 @@ impl Cluster {
     /// For embedders with their own resolvers, and for in-memory test
     /// clusters.
     pub fn with_context(
-        ctx: SessionContext,
+        mut ctx: SessionContext,
         handle: tokio::runtime::Handle,
         workers: Vec<Url>,
     ) -> Cluster {
+        ctx.set_distributed_route_tasks_handler(in_order(workers.clone()));
         Cluster {
             ctx,
             workers,
@@ -170,9 +174,18 @@ impl Cluster {
         &self.workers
     }
 
-    /// Runs the distributed plan of `payloads` (one encoded [`BlockTask`]
-    /// per worker task) and returns every block's partition bytes, by block.
-    async fn execute(&self, tasks: Vec<(u32, Arc<[u8]>)>) -> Result<Vec<(u32, Vec<u8>)>> {
+    /// Runs the distributed plan of `tasks` (each task's first block and
+    /// its encoded [`BlockTask`]; task `i` on worker `i mod workers`) and
+    /// records each block's partition bytes in `arrived` as its task's row
+    /// batch comes back. Stops with [`Stop::Cancelled`] once `cancel` fires
+    /// (an interrupt, the job's time limit), dropping the query, which
+    /// cancels the workers' tasks.
+    async fn execute(
+        &self,
+        tasks: Vec<(u32, Arc<[u8]>)>,
+        cancel: &Cancellation,
+        arrived: &mut Arrived,
+    ) -> std::result::Result<(), Stop> {
         let schema = BlockTaskExec::output_schema();
         let variants: Vec<Arc<dyn ExecutionPlan>> = tasks
             .iter()
@@ -190,26 +203,21 @@ impl Cluster {
             .read_table(provider)?
             .create_physical_plan()
             .await?;
-        let batches = datafusion::physical_plan::collect(physical, self.ctx.task_ctx()).await?;
-        let mut out = Vec::new();
-        for b in batches {
-            let blocks = b
-                .column(0)
-                .as_any()
-                .downcast_ref::<UInt32Array>()
-                .ok_or_else(|| DataFusionError::Internal("block column is not UInt32".into()))?;
-            let parts = b
-                .column(1)
-                .as_any()
-                .downcast_ref::<LargeBinaryArray>()
-                .ok_or_else(|| {
-                    DataFusionError::Internal("partition column is not LargeBinary".into())
-                })?;
-            for i in 0..b.num_rows() {
-                out.push((blocks.value(i), parts.value(i).to_vec()));
+        let mut stream = datafusion::physical_plan::execute_stream(physical, self.ctx.task_ctx())?;
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                next = stream.next() => match next {
+                    None => return Ok(()),
+                    Some(batch) => arrived.record(&batch?)?,
+                },
+                _ = tick.tick() => {
+                    if cancel.check().is_err() {
+                        return Err(Stop::Cancelled);
+                    }
+                }
             }
         }
-        Ok(out)
     }
 
     /// The workers that refuse a TCP connection within `timeout`: named in
@@ -256,59 +264,198 @@ impl BlockExecutor for Cluster {
             })
             .collect::<kanon_engine::Result<Vec<_>>>()?;
         let bytes_to_workers: usize = tasks.iter().map(|(_, p)| p.len()).sum();
-        let ship_s = t.elapsed().as_secs_f64();
+        let encode_s = t.elapsed().as_secs_f64();
         blocks.cancel().check()?;
-        let t = Instant::now();
+        let mut arrived = Arrived::new(&ranges, blocks.len());
         let result = std::thread::scope(|s| {
-            s.spawn(|| self.handle.block_on(self.execute(tasks)))
-                .join()
-                .unwrap_or_else(|_| internal_err!("the coordinator's thread panicked"))
+            s.spawn(|| {
+                self.handle
+                    .block_on(self.execute(tasks, blocks.cancel(), &mut arrived))
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(Stop::Failed(DataFusionError::Internal(
+                    "the coordinator's thread panicked".into(),
+                )))
+            })
         });
-        let mut returned = result.map_err(|e| {
-            let lost = self.unreachable(Duration::from_secs(2));
-            let which = match lost.is_empty() {
-                true => String::new(),
-                false => format!(" (unreachable: {})", lost.join(", ")),
-            };
-            kanon_engine::Error::Executor(format!(
-                "{e}{which}; workers: {}",
-                self.workers
-                    .iter()
-                    .map(Url::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        let run_s = t.elapsed().as_secs_f64();
-        returned.sort_unstable_by_key(|(b, _)| *b);
-        let bytes_from_workers: usize = returned.iter().map(|(_, p)| p.len()).sum();
-        if returned.len() != blocks.len()
-            || returned
-                .iter()
-                .enumerate()
-                .any(|(i, (b, _))| *b as usize != i)
-        {
-            return Err(kanon_engine::Error::Executor(format!(
-                "{} blocks were sent, the workers returned {} (some twice or none)",
-                blocks.len(),
-                returned.len()
-            )));
+        let waiting = || {
+            let names: Vec<&str> = arrived
+                .missing_tasks()
+                .map(|task| self.workers[task % self.workers.len()].as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            names.join(", ")
+        };
+        match result {
+            Ok(()) => {}
+            Err(Stop::Cancelled) => {
+                let stopped = blocks.cancel().check().err().unwrap_or_else(|| {
+                    kanon_engine::Error::Cancelled("the run was cancelled".into())
+                });
+                let message = format!("{stopped} (still waiting for blocks from: {})", waiting());
+                return Err(match stopped {
+                    kanon_engine::Error::Cancelled(_) => kanon_engine::Error::Cancelled(message),
+                    _ => kanon_engine::Error::Executor(message),
+                });
+            }
+            Err(Stop::Failed(e)) => {
+                let lost = self.unreachable(Duration::from_secs(2));
+                let which = match lost.is_empty() {
+                    true => String::new(),
+                    false => format!("unreachable: {}; ", lost.join(", ")),
+                };
+                return Err(kanon_engine::Error::Executor(format!(
+                    "{which}no blocks returned by: {}; cause: {e}",
+                    waiting()
+                )));
+            }
         }
-        let partitions = returned
+        let (partitions, bytes_from_workers, task_s) = arrived.finish()?;
+        let tasks: Vec<serde_json::Value> = ranges
             .iter()
-            .map(|(_, p)| partition_from_bytes(p))
-            .collect::<kanon_engine::Result<Vec<_>>>()?;
+            .zip(task_s)
+            .enumerate()
+            .map(|(i, (r, s))| {
+                serde_json::json!({
+                    "worker": self.workers[i % self.workers.len()].as_str(),
+                    "blocks": r.len(),
+                    "seconds": s,
+                })
+            })
+            .collect();
         Ok(BlocksRun {
             partitions,
             details: serde_json::json!({
                 "workers": self.workers.len(),
-                "tasks": ranges.len(),
+                "tasks": tasks.len(),
                 "bytes_to_workers": bytes_to_workers,
                 "bytes_from_workers": bytes_from_workers,
-                "encode_s": ship_s,
-                "distributed_s": run_s,
+                "encode_s": encode_s,
+                "distributed_s": t.elapsed().as_secs_f64() - encode_s,
+                "per_task": tasks,
             }),
         })
+    }
+}
+
+/// Why a distributed run stopped early.
+enum Stop {
+    /// The run's cancellation fired.
+    Cancelled,
+    /// The query failed (a worker lost, a worker's error).
+    Failed(DataFusionError),
+}
+
+impl From<DataFusionError> for Stop {
+    fn from(e: DataFusionError) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// The blocks' partitions as the workers' tasks return them.
+struct Arrived {
+    start: Instant,
+    /// The task of each block.
+    task_of_block: Vec<usize>,
+    parts: Vec<Option<Vec<u8>>>,
+    /// When each task's rows came back, in seconds from the start.
+    task_s: Vec<Option<f64>>,
+}
+
+impl Arrived {
+    fn new(ranges: &[std::ops::Range<usize>], n_blocks: usize) -> Self {
+        let mut task_of_block = vec![0; n_blocks];
+        for (task, r) in ranges.iter().enumerate() {
+            task_of_block[r.clone()].fill(task);
+        }
+        Arrived {
+            start: Instant::now(),
+            task_of_block,
+            parts: vec![None; n_blocks],
+            task_s: vec![None; ranges.len()],
+        }
+    }
+
+    fn record(&mut self, batch: &RecordBatch) -> Result<()> {
+        let blocks = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<UInt32Array>()
+            .ok_or_else(|| DataFusionError::Internal("block column is not UInt32".into()))?;
+        let parts = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<LargeBinaryArray>()
+            .ok_or_else(|| {
+                DataFusionError::Internal("partition column is not LargeBinary".into())
+            })?;
+        for i in 0..batch.num_rows() {
+            let block = blocks.value(i) as usize;
+            let Some(slot) = self.parts.get_mut(block) else {
+                return internal_err!(
+                    "a worker returned block {block} of {}",
+                    self.task_of_block.len()
+                );
+            };
+            if slot.replace(parts.value(i).to_vec()).is_some() {
+                return internal_err!("a worker returned block {block} twice");
+            }
+            self.task_s[self.task_of_block[block]] = Some(self.start.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
+    /// The tasks with a block not yet returned.
+    fn missing_tasks(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut missing: Vec<usize> = self
+            .parts
+            .iter()
+            .zip(&self.task_of_block)
+            .filter(|(p, _)| p.is_none())
+            .map(|(_, &t)| t)
+            .collect();
+        missing.dedup();
+        missing.into_iter()
+    }
+
+    /// Every block's partition, the bytes received and each task's time.
+    fn finish(
+        self,
+    ) -> kanon_engine::Result<(Vec<kanon_engine::partition::Partition>, usize, Vec<f64>)> {
+        let missing = self.parts.iter().filter(|p| p.is_none()).count();
+        if missing > 0 {
+            return Err(kanon_engine::Error::Executor(format!(
+                "the workers returned {} of {} blocks",
+                self.parts.len() - missing,
+                self.parts.len()
+            )));
+        }
+        let bytes = self.parts.iter().flatten().map(Vec::len).sum();
+        let partitions = self
+            .parts
+            .iter()
+            .flatten()
+            .map(|p| partition_from_bytes(p))
+            .collect::<kanon_engine::Result<Vec<_>>>()?;
+        Ok((
+            partitions,
+            bytes,
+            self.task_s.into_iter().map(|s| s.unwrap_or(0.0)).collect(),
+        ))
+    }
+}
+
+/// Routes task `i` of a stage to worker `i mod workers`, so that a failed
+/// or slow task names its worker.
+fn in_order(workers: Vec<Url>) -> impl RouteTasksHandler {
+    move |ev: RouteTasksEvent<'_>| {
+        Some(Ok(RouteTasksEventResponse::new(
+            (0..ev.task_count)
+                .map(|i| workers[i % workers.len()].clone())
+                .collect(),
+        )))
     }
 }
 

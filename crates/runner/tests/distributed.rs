@@ -211,3 +211,52 @@ fn kanon_sql_on_a_worker_process_is_the_single_machine_release() {
     );
     assert!(!out.exists(), "the failed COPY left {}", out.display());
 }
+
+#[test]
+fn a_stalled_worker_is_named_when_the_time_limit_ends_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let barrier = tempfile::tempdir().unwrap();
+    std::fs::write(barrier.path().join("blocks.wait"), b"").unwrap();
+    let (a, b) = (Worker::start(), Worker::start());
+    let job = adult_job(dir.path(), |t| t);
+    let child = kanon()
+        .env("KANON_TEST_BARRIER", barrier.path())
+        .args(["anonymize", "--timeout", "10", "-c"])
+        .arg(&job)
+        .arg("-o")
+        .arg(out.path().join("release.parquet"))
+        .args(["--set", "algorithm.block_size=2000"])
+        .args(["--workers", &format!("{},{}", a.url, b.url)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let point = barrier.path().join("blocks");
+    let start = std::time::Instant::now();
+    while !point.exists() {
+        assert!(start.elapsed().as_secs() < 300, "barrier not reached");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Worker b still accepts connections (the kernel does) but never answers.
+    let stop = |signal: &str| {
+        let s = std::process::Command::new("kill")
+            .args([signal, &b.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(s.success());
+    };
+    stop("-STOP");
+    std::fs::remove_file(barrier.path().join("blocks.wait")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    stop("-CONT");
+    assert_eq!(o.status.code(), Some(124), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("time limit"), "{err}");
+    assert!(
+        err.contains(&format!("still waiting for blocks from: {}", b.url)),
+        "{err}"
+    );
+    assert!(!err.contains(&a.url), "{err}");
+    assert!(ls(out.path()).is_empty(), "{:?}", ls(out.path()));
+}

@@ -513,8 +513,10 @@ fn anonymise(
         plan.pseudonymiser.clone(),
     );
     spinner.finish_and_clear();
-    if let Err(Error::Cancelled(_)) = &prepared {
-        check_interrupt()?;
+    if let Err(Error::Cancelled(why)) = &prepared {
+        // The interrupt or time limit sets the exit code; the engine's
+        // message says where it stopped (e.g. which workers were slow).
+        check_interrupt().map_err(|e| e.context(why.clone()))?;
     }
     let prepared = prepared.map_err(|e| plan.unsatisfiable(e))?;
     check_interrupt()?;
