@@ -124,37 +124,57 @@ fn a_million_generated_rows_on_two_worker_processes_is_the_single_machine_releas
     same_release(dir.path(), Some(&input), 10_000);
 }
 
+/// `kanon anonymize` of the Adult job in blocks on workers `a` and `b`
+/// (with `more` arguments), released into `out`, held at the test barrier
+/// just before its blocks leave: the table is read and cut.
+struct HeldJob {
+    child: Child,
+    barrier: tempfile::TempDir,
+}
+
+impl HeldJob {
+    fn start(dir: &Path, out: &Path, a: &Worker, b: &Worker, more: &[&str]) -> HeldJob {
+        let barrier = tempfile::tempdir().unwrap();
+        std::fs::write(barrier.path().join("blocks.wait"), b"").unwrap();
+        let job = adult_job(dir, |t| t);
+        let child = kanon()
+            .env("KANON_TEST_BARRIER", barrier.path())
+            .arg("anonymize")
+            .args(more)
+            .arg("-c")
+            .arg(&job)
+            .arg("-o")
+            .arg(out.join("release.parquet"))
+            .args(["--set", "algorithm.block_size=2000"])
+            .args(["--workers", &format!("{},{}", a.url, b.url)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let point = barrier.path().join("blocks");
+        let start = std::time::Instant::now();
+        while !point.exists() {
+            assert!(start.elapsed().as_secs() < 300, "barrier not reached");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        HeldJob { child, barrier }
+    }
+
+    /// Lets the blocks leave and waits for the job's end.
+    fn finish(self) -> std::process::Output {
+        std::fs::remove_file(self.barrier.path().join("blocks.wait")).unwrap();
+        self.child.wait_with_output().unwrap()
+    }
+}
+
 #[test]
 fn a_worker_killed_mid_job_fails_the_job_by_its_address_and_commits_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let barrier = tempfile::tempdir().unwrap();
-    std::fs::write(barrier.path().join("blocks.wait"), b"").unwrap();
+    let (dir, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (a, mut b) = (Worker::start(), Worker::start());
-    let job = adult_job(dir.path(), |t| t);
-    let child = kanon()
-        .env("KANON_TEST_BARRIER", barrier.path())
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-o")
-        .arg(out.path().join("release.parquet"))
-        .args(["--set", "algorithm.block_size=2000"])
-        .args(["--workers", &format!("{},{}", a.url, b.url)])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The job has read and cut the table; its blocks are about to leave.
-    let point = barrier.path().join("blocks");
-    let start = std::time::Instant::now();
-    while !point.exists() {
-        assert!(start.elapsed().as_secs() < 300, "barrier not reached");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let job = HeldJob::start(dir.path(), out.path(), &a, &b, &[]);
     b.kill();
-    std::fs::remove_file(barrier.path().join("blocks.wait")).unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(!o.status.success(), "{}", show(&o));
+    let o = job.finish();
+    assert_eq!(o.status.code(), Some(4), "{}", show(&o));
     let err = stderr(&o);
     assert!(err.contains("nothing was released"), "{err}");
     assert!(err.contains(&format!("unreachable: {}", b.url)), "{err}");
@@ -214,42 +234,20 @@ fn kanon_sql_on_a_worker_process_is_the_single_machine_release() {
 
 #[test]
 fn a_stalled_worker_is_named_when_the_time_limit_ends_the_job() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let barrier = tempfile::tempdir().unwrap();
-    std::fs::write(barrier.path().join("blocks.wait"), b"").unwrap();
+    let (dir, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (a, b) = (Worker::start(), Worker::start());
-    let job = adult_job(dir.path(), |t| t);
-    let child = kanon()
-        .env("KANON_TEST_BARRIER", barrier.path())
-        .args(["anonymize", "--timeout", "10", "-c"])
-        .arg(&job)
-        .arg("-o")
-        .arg(out.path().join("release.parquet"))
-        .args(["--set", "algorithm.block_size=2000"])
-        .args(["--workers", &format!("{},{}", a.url, b.url)])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let point = barrier.path().join("blocks");
-    let start = std::time::Instant::now();
-    while !point.exists() {
-        assert!(start.elapsed().as_secs() < 300, "barrier not reached");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let job = HeldJob::start(dir.path(), out.path(), &a, &b, &["--timeout", "10"]);
     // Worker b still accepts connections (the kernel does) but never answers.
-    let stop = |signal: &str| {
+    let signal = |signal: &str| {
         let s = std::process::Command::new("kill")
             .args([signal, &b.child.id().to_string()])
             .status()
             .unwrap();
         assert!(s.success());
     };
-    stop("-STOP");
-    std::fs::remove_file(barrier.path().join("blocks.wait")).unwrap();
-    let o = child.wait_with_output().unwrap();
-    stop("-CONT");
+    signal("-STOP");
+    let o = job.finish();
+    signal("-CONT");
     assert_eq!(o.status.code(), Some(124), "{}", show(&o));
     let err = stderr(&o);
     assert!(err.contains("time limit"), "{err}");
