@@ -9,6 +9,7 @@
 #   cargo build --release -p kanon --features distributed
 #   docs/bench/distributed.sh [DIR] [ROWS]        (default /tmp/kanon-dist 10000000)
 #   WORKERS="0 1 2" ALGORITHM=kaca BLOCK=10000 docs/bench/distributed.sh ...
+#   ALGORITHM=l-clustering EXTRA="--set privacy.l=2" docs/bench/distributed.sh ...
 #
 # Prints one tab-separated line per run:
 # workers wall_s coord_rss_MiB pass1_s cuts_s ship_s distributed_s union_s
@@ -42,9 +43,10 @@ for w in $WORKERS; do
     args=()
     [ "$w" -gt 0 ] && args=(--workers "$(IFS=,; echo "${urls[*]}")")
     /usr/bin/time -v "$KANON" anonymize -q -c configs/adult.toml --algorithm "$ALGORITHM" \
-        --set algorithm.block_size="$BLOCK" --set columns.unlisted=insensitive \
+        --set algorithm.block_size="$BLOCK" --set columns.unlisted=insensitive ${EXTRA:-} \
         --input "$data" -o "$out" --overwrite --metrics-json "$m" "${args[@]}" 2>"$t"
-    for p in "${pids[@]}"; do kill -TERM "$p"; done
+    # The workers are the children of /usr/bin/time, which then reports them.
+    for p in "${pids[@]}"; do pkill -TERM -P "$p"; done
     wait
     python3 - "$w" "$m" "$t" "${times[@]}" <<'PY'
 import json, re, sys
