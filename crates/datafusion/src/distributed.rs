@@ -247,6 +247,11 @@ impl Cluster {
 
 impl BlockExecutor for Cluster {
     fn run(&self, blocks: &Blocks<'_>) -> kanon_engine::Result<BlocksRun> {
+        if self.workers.is_empty() {
+            return Err(kanon_engine::Error::Executor(
+                "the cluster has no worker to send the blocks to".into(),
+            ));
+        }
         let t = Instant::now();
         // At least two tasks: datafusion-distributed runs a stage of one
         // task on the coordinator itself (it elides a 1-to-1 boundary), so
