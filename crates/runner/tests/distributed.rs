@@ -258,3 +258,36 @@ fn a_stalled_worker_is_named_when_the_time_limit_ends_the_job() {
     assert!(!err.contains(&a.url), "{err}");
     assert!(ls(out.path()).is_empty(), "{:?}", ls(out.path()));
 }
+
+#[test]
+fn a_worker_stops_cleanly_on_sigterm_and_refuses_a_taken_port() {
+    let mut w = Worker::start();
+    let port = w
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let o = run(kanon().args(["worker", "--listen", &format!("127.0.0.1:{port}")]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{}",
+        show(&o)
+    );
+    let s = std::process::Command::new("kill")
+        .args(["-TERM", &w.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(s.success());
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = w.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed().as_secs() < 10, "the worker ignored SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
