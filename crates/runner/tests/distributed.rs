@@ -60,7 +60,7 @@ fn anonymize(
 ) -> std::process::Output {
     let job = adult_job(dir, |t| t);
     let mut c = kanon();
-    c.args(["-q", "anonymize", "-c"])
+    c.args(["anonymize", "-c"])
         .arg(&job)
         .arg("-o")
         .arg(dir.join(out));
@@ -93,6 +93,12 @@ fn same_release(dir: &Path, input: Option<&Path>, block_size: usize) {
     let (a, b) = (Worker::start(), Worker::start());
     let two = anonymize(dir, input, block_size, "two.parquet", &[&a, &b]);
     assert!(two.status.success(), "{}", show(&two));
+    assert!(
+        stdout(&two).contains("  workers       2 (2 tasks; "),
+        "{}",
+        show(&two)
+    );
+    assert!(!stdout(&single).contains("  workers "), "{}", show(&single));
     let here = std::fs::read(dir.join("single.parquet")).unwrap();
     let there = std::fs::read(dir.join("two.parquet")).unwrap();
     assert!(

@@ -125,6 +125,17 @@ impl Run<'_> {
                 f("blocks_s"),
                 f("union_s")
             );
+            if let Some(e) = p.get("executor").filter(|e| e.is_object()) {
+                let g = |key: &str| e.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0);
+                println!(
+                    "  workers       {} ({} tasks; {:.1} MiB sent, {:.1} MiB back; {:.3} s)",
+                    g("workers"),
+                    g("tasks"),
+                    g("bytes_to_workers") / 1048576.0,
+                    g("bytes_from_workers") / 1048576.0,
+                    g("distributed_s")
+                );
+            }
         }
         if files > 1 {
             println!("  files         {} ({} bytes)", files, self.bytes_out);
