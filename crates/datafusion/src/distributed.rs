@@ -62,9 +62,9 @@ use datafusion::physical_plan::{
 };
 use datafusion::prelude::SessionContext;
 use datafusion_distributed::{
-    DistributedExt, DistributedLeafExec, NetworkCoalesceExec, RouteTasksEvent,
-    RouteTasksEventResponse, RouteTasksHandler, SessionStateBuilderExt, Worker, WorkerQueryContext,
-    WorkerResolver,
+    grpc, ChannelResolver, DistributedExt, DistributedLeafExec, NetworkCoalesceExec,
+    RouteTasksEvent, RouteTasksEventResponse, RouteTasksHandler, SessionStateBuilderExt, Worker,
+    WorkerChannel, WorkerQueryContext, WorkerResolver,
 };
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use futures::StreamExt;
@@ -140,6 +140,7 @@ impl Cluster {
             .with_distributed_planner()
             .with_distributed_user_codec(KanonCodec)
             .with_distributed_route_tasks_handler(in_order(workers.to_vec()))
+            .with_distributed_channel_resolver(KeepAliveChannels::default())
             .build();
         Ok(Cluster {
             ctx: SessionContext::from(state),
@@ -460,6 +461,52 @@ fn in_order(workers: Vec<Url>) -> impl RouteTasksHandler {
             (0..ev.task_count)
                 .map(|i| workers[i % workers.len()].clone())
                 .collect(),
+        )))
+    }
+}
+
+/// How long connecting to a worker may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often an HTTP/2 ping checks that a worker still answers, and how
+/// long it may take to answer.
+const KEEP_ALIVE: (Duration, Duration) = (Duration::from_secs(10), Duration::from_secs(20));
+
+/// Channels to the workers with a connect timeout and HTTP/2 keep-alive
+/// pings (datafusion-distributed's default channels have neither), so that
+/// a worker whose host vanishes without a TCP reset, or whose process
+/// stops answering, fails the run in seconds instead of hanging it. A
+/// worker busy clustering still answers pings (its blocks run on blocking
+/// threads). Channels are kept per URL and reconnect by themselves.
+#[derive(Clone, Default)]
+struct KeepAliveChannels {
+    channels: Arc<std::sync::Mutex<std::collections::HashMap<Url, tonic::transport::Channel>>>,
+}
+
+#[async_trait]
+impl ChannelResolver for KeepAliveChannels {
+    async fn get_worker_client_for_url(&self, url: &Url) -> Result<Box<dyn WorkerChannel>> {
+        let known = self.channels.lock().ok().and_then(|c| c.get(url).cloned());
+        let channel = match known {
+            Some(c) => c,
+            None => {
+                let endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
+                    .map_err(|e| DataFusionError::Configuration(format!("worker {url}: {e}")))?
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .tcp_nodelay(true)
+                    .http2_keep_alive_interval(KEEP_ALIVE.0)
+                    .keep_alive_timeout(KEEP_ALIVE.1)
+                    .keep_alive_while_idle(true);
+                let channel = endpoint.connect().await.map_err(|e| {
+                    DataFusionError::Execution(format!("cannot connect to worker {url}: {e}"))
+                })?;
+                if let Ok(mut c) = self.channels.lock() {
+                    c.insert(url.clone(), channel.clone());
+                }
+                channel
+            }
+        };
+        Ok(grpc::create_worker_client(grpc::BoxCloneSyncChannel::new(
+            channel,
         )))
     }
 }

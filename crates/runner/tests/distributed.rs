@@ -297,3 +297,31 @@ fn a_worker_stops_cleanly_on_sigterm_and_refuses_a_taken_port() {
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// Without a time limit, the keep-alive pings end the wait for a worker
+/// that stopped answering: the job fails (exit 4) and names it.
+#[test]
+fn a_stalled_worker_fails_the_job_by_itself_without_a_time_limit() {
+    let (dir, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (Worker::start(), Worker::start());
+    let job = HeldJob::start(dir.path(), out.path(), &a, &b, &[]);
+    let signal = |signal: &str| {
+        let s = std::process::Command::new("kill")
+            .args([signal, &b.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(s.success());
+    };
+    signal("-STOP");
+    let start = std::time::Instant::now();
+    let o = job.finish();
+    signal("-CONT");
+    assert_eq!(o.status.code(), Some(4), "{}", show(&o));
+    assert!(start.elapsed().as_secs() < 120, "{:?}", start.elapsed());
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("no blocks returned by: {}", b.url)),
+        "{err}"
+    );
+    assert!(ls(out.path()).is_empty(), "{:?}", ls(out.path()));
+}
