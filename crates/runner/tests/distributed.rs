@@ -37,6 +37,15 @@ impl Worker {
         Worker { child, url }
     }
 
+    /// Sends `signal` (`-STOP`, `-CONT`, `-TERM`) to the worker.
+    fn signal(&self, signal: &str) {
+        let s = std::process::Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(s.success());
+    }
+
     fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -244,16 +253,9 @@ fn a_stalled_worker_is_named_when_the_time_limit_ends_the_job() {
     let (a, b) = (Worker::start(), Worker::start());
     let job = HeldJob::start(dir.path(), out.path(), &a, &b, &["--timeout", "10"]);
     // Worker b still accepts connections (the kernel does) but never answers.
-    let signal = |signal: &str| {
-        let s = std::process::Command::new("kill")
-            .args([signal, &b.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(s.success());
-    };
-    signal("-STOP");
+    b.signal("-STOP");
     let o = job.finish();
-    signal("-CONT");
+    b.signal("-CONT");
     assert_eq!(o.status.code(), Some(124), "{}", show(&o));
     let err = stderr(&o);
     assert!(err.contains("time limit"), "{err}");
@@ -282,11 +284,7 @@ fn a_worker_stops_cleanly_on_sigterm_and_refuses_a_taken_port() {
         "{}",
         show(&o)
     );
-    let s = std::process::Command::new("kill")
-        .args(["-TERM", &w.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(s.success());
+    w.signal("-TERM");
     let start = std::time::Instant::now();
     let status = loop {
         if let Some(status) = w.child.try_wait().unwrap() {
@@ -305,17 +303,10 @@ fn a_stalled_worker_fails_the_job_by_itself_without_a_time_limit() {
     let (dir, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (a, b) = (Worker::start(), Worker::start());
     let job = HeldJob::start(dir.path(), out.path(), &a, &b, &[]);
-    let signal = |signal: &str| {
-        let s = std::process::Command::new("kill")
-            .args([signal, &b.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(s.success());
-    };
-    signal("-STOP");
+    b.signal("-STOP");
     let start = std::time::Instant::now();
     let o = job.finish();
-    signal("-CONT");
+    b.signal("-CONT");
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
     assert!(start.elapsed().as_secs() < 120, "{:?}", start.elapsed());
     let err = stderr(&o);
