@@ -649,8 +649,16 @@ impl ExecutionPlan for BlockTaskExec {
                 let task =
                     BlockTask::from_bytes(&payload).map_err(|e| engine_error(f, e, false))?;
                 let cancel = Cancellation::from_flag(cancelled);
+                let t = Instant::now();
                 let partitions = task.run(&cancel).map_err(|e| engine_error(f, e, false))?;
                 let first = task.first_block() as u32;
+                tracing::info!(
+                    first_block = first,
+                    blocks = task.len(),
+                    rows = task.rows(),
+                    seconds = t.elapsed().as_secs_f64(),
+                    "blocks clustered"
+                );
                 let blocks: UInt32Array = (first..first + partitions.len() as u32).collect();
                 let bytes = partitions
                     .iter()

@@ -216,6 +216,11 @@ impl BlockTask {
         self.ends.len()
     }
 
+    /// Rows of all its blocks.
+    pub fn rows(&self) -> usize {
+        self.table.n_rows()
+    }
+
     /// Whether the task holds no block.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
