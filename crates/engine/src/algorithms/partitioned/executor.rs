@@ -258,19 +258,19 @@ impl BlockTask {
         let inner = whole_table(&self.spec)?;
         let privacy = Privacy::from_spec(&self.spec)?;
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        let ranges: Vec<Range<u32>> = starts
-            .zip(self.ends.iter().copied())
-            .map(|(s, e)| s..e)
-            .collect();
-        ranges
-            .par_iter()
-            .map(|r| {
-                cancel.check()?;
-                let rows: Vec<u32> = r.clone().collect();
-                let sub = self.table.restrict(&rows);
-                run_block(&sub, &self.spec, &*inner, &privacy, cancel)
-            })
-            .collect()
+        let blocks = Blocks {
+            table: &self.table,
+            rows: starts
+                .zip(self.ends.iter().copied())
+                .map(|(s, e)| (s..e).collect())
+                .collect(),
+            spec: &self.spec,
+            inner: &*inner,
+            privacy: &privacy,
+            cancel,
+            progress: Silent::sink(),
+        };
+        Ok(LocalBlocks.run(&blocks)?.partitions)
     }
 }
 
