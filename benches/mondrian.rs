@@ -1,4 +1,4 @@
-//! Mondrian on the bundled Adult data (`configs/adult.toml`: 8 QIs with the
+//! Mondrian (`mondrian`) on the bundled Adult data (`configs/adult.toml`: 8 QIs with the
 //! ARX hierarchies, age as intervals), k = 10: the default least-loss cut
 //! and the paper's widest-range cut, on the first 10,000 rows and on all
 //! 30,162; and the whole pipeline's engine part (encode + anonymise +
@@ -14,7 +14,8 @@ use kanon_engine::recode::Recoder;
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("mondrian");
     group.sample_size(10);
-    let (spec, hierarchies) = common::adult_job(&[]);
+    let (mut spec, hierarchies) = common::adult_job(&[]);
+    spec.algorithm.name = "mondrian".into();
     let all = common::adult_batches();
     for (rows, label) in [
         (Some(10_000), "adult-10000-8qi-k10"),

@@ -3,7 +3,7 @@
 //! -> verify the release by its labels ([`kanon_engine::release`], via
 //! `kanon_benches::release`), on generated Adult-like rows
 //! ([`kanon_benches::adult_like`], seed 1) under the bundled job
-//! (`configs/adult.toml`: Mondrian, 8 QIs, k = 10, no `block_size`, so
+//! (`configs/adult.toml` with `mondrian`: 8 QIs, k = 10, no `block_size`, so
 //! tables above 100,000 rows run in blocks of 10,000), at 10,000 and 100,000
 //! rows, and 1,000,000 with `KANON_BENCH_LARGE=1` (peak RSS about 450 MB).
 //! Generating the rows is not timed.
@@ -20,7 +20,8 @@ use kanon_benches as common;
 const LARGE: &str = "KANON_BENCH_LARGE";
 
 fn bench(c: &mut Criterion) {
-    let (spec, hierarchies) = common::adult_job(&[]);
+    let (mut spec, hierarchies) = common::adult_job(&[]);
+    spec.algorithm.name = "mondrian".into();
     let mut sizes = vec![10_000, 100_000];
     if std::env::var(LARGE).is_ok_and(|v| v == "1") {
         sizes.push(1_000_000);

@@ -60,6 +60,22 @@ pub fn adult_job(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
     p
 }
 
+/// Job text `text` with its `[algorithm]` section's `name` set to
+/// `algorithm`, whatever the bundled job names there (panics when the job
+/// has no such line, so a test never runs another algorithm silently).
+pub fn set_algorithm(text: String, algorithm: &str) -> String {
+    let section = text
+        .find("[algorithm]")
+        .expect("the job has an [algorithm] section");
+    let start = section
+        + text[section..]
+            .find("\nname = ")
+            .expect("the [algorithm] section names its algorithm")
+        + 1;
+    let end = start + text[start..].find('\n').unwrap_or(text.len() - start);
+    format!("{}name = {algorithm:?}{}", &text[..start], &text[end..])
+}
+
 /// Names in a directory, sorted (to check that nothing is left behind).
 pub fn ls(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -25,6 +25,7 @@ fn main() {
         .parse()
         .expect("ROWS is a number");
     let (mut spec, hierarchies) = common::adult_job(&[]);
+    spec.algorithm.name = "mondrian".into();
     spec.algorithm.params.insert("block_size".into(), 0.into());
     for arg in args {
         let (key, value) = arg.split_once('=').expect("parameters are key=JSON");

@@ -7,6 +7,7 @@ use kanon_engine::anonymize;
 #[test]
 fn mondrian_adult_k10_is_verified_and_fine_grained() {
     let (mut spec, table) = common::adult_table(&[]);
+    spec.algorithm.name = "mondrian".into();
     assert_eq!(table.n_rows(), 30_162);
     assert_eq!(table.n_qi(), 8);
     spec.privacy.k = 10;
@@ -26,6 +27,7 @@ fn mondrian_adult_k10_is_verified_and_fine_grained() {
 fn mondrian_paper_rule_is_available_and_verified() {
     let (mut spec, table) = common::adult_table(&["age", "sex", "race", "education"]);
     spec.privacy.k = 25;
+    spec.algorithm.name = "mondrian".into();
     spec.algorithm.params.insert("cut".into(), "widest".into());
     spec.algorithm.params.insert("relaxed".into(), false.into());
     spec.algorithm
@@ -40,6 +42,7 @@ fn mondrian_paper_rule_is_available_and_verified() {
 fn mondrian_is_identical_for_one_and_two_threads() {
     let (mut spec, table) = common::adult_table(&["age", "sex", "education", "native-country"]);
     spec.privacy.k = 5;
+    spec.algorithm.name = "mondrian".into();
     let run = |threads: usize| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

@@ -87,7 +87,7 @@ fn the_bundled_adult_job_runs_and_verifies() {
     let md: HashMap<String, String> = parquet_metadata(std::fs::read(&out).unwrap())
         .into_iter()
         .collect();
-    assert_eq!(md["kanon.algorithm"], "mondrian");
+    assert_eq!(md["kanon.algorithm"], "mondrian-hierarchy");
     assert!(md["kanon.k_achieved"].parse::<usize>().unwrap() >= 10);
     assert!(md["kanon.input.fingerprint"].starts_with("sha256:"));
     assert_eq!(md["kanon.rows_in"], "30162");
@@ -325,7 +325,7 @@ fn split_release_files_verify_as_one() {
             "-c",
             "configs/adult.toml",
             "--max-file-size",
-            "40kB",
+            "16kB",
             "-o",
         ])
         .arg(&out)
@@ -360,7 +360,7 @@ fn split_release_files_verify_as_one() {
             "-c",
             "configs/adult.toml",
             "--max-file-size",
-            "40kB",
+            "16kB",
             "-o",
         ])
         .arg(&out));
@@ -1167,7 +1167,7 @@ fn the_manifest_is_checked_by_verify() {
             &parts,
             vec![
                 "--max-file-size",
-                "40kB",
+                "16kB",
                 "--set",
                 "output.row_group_rows=4096",
             ],

@@ -231,8 +231,7 @@ fn datafly_that_would_suppress_every_row_is_infeasible() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.parquet");
     let job = adult_job(dir.path(), |t| {
-        t.replace("name = \"mondrian\"", "name = \"datafly\"")
-            .replace("\nk = 10\n", "\nk = 10\nsuppression_limit = 1.0\n")
+        set_algorithm(t, "datafly").replace("\nk = 10\n", "\nk = 10\nsuppression_limit = 1.0\n")
     });
     let o = run(kanon()
         .args(["anonymize", "-c"])
@@ -499,9 +498,7 @@ fn an_output_that_aliases_the_input_is_refused() {
 #[test]
 fn signals_and_the_time_limit_stop_the_algorithm_promptly() {
     let hm = |dir: &std::path::Path, extra: &[&str]| {
-        let job = adult_job(dir, |t| {
-            t.replace("name = \"mondrian\"", "name = \"heuristic-min\"")
-        });
+        let job = adult_job(dir, |t| set_algorithm(t, "heuristic-min"));
         let mut c = kanon();
         c.args(["anonymize", "-c"])
             .arg(&job)
@@ -569,8 +566,7 @@ fn the_same_rows_in_another_input_order_give_the_same_release() {
         &[arrow::compute::take_record_batch(&t, &perm).unwrap()],
     );
     let job = adult_job(dir.path(), |t| {
-        t.replace("name = \"mondrian\"", "name = \"incognito\"")
-            + "\n[[attributes]]\nname = \"id\"\nrole = \"insensitive\"\n"
+        set_algorithm(t, "incognito") + "\n[[attributes]]\nname = \"id\"\nrole = \"insensitive\"\n"
     });
     let release = |input: &std::path::Path, name: &str| {
         let out = dir.path().join(name);

@@ -58,7 +58,7 @@ fn python_readers_read_releases_of_a_pandas_input() {
     });
     for (name, extra) in [
         ("one.parquet", vec![]),
-        ("parts", vec!["--max-file-size", "40kB"]),
+        ("parts", vec!["--max-file-size", "16kB"]),
     ] {
         let out = dir.path().join(name);
         let o = run(anonymize_cmd(&job, &input, &out).args(&extra));

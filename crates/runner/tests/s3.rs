@@ -110,7 +110,7 @@ fn glob_input_and_a_split_release_under_a_prefix() {
         "-o",
         "s3://lake/releases/split",
         "--max-file-size",
-        "40kB",
+        "16kB",
         "--set",
         "output.row_group_rows=4096",
     ]));
@@ -221,7 +221,7 @@ fn interrupt_before_commit_leaves_no_object_and_no_upload() {
             "-o",
             "s3://lake/releases/r",
             "--max-file-size",
-            "40kB",
+            "16kB",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -699,7 +699,7 @@ fn staged_objects_of_a_killed_run_are_removed_by_the_next_run() {
     std::thread::sleep(Duration::from_millis(2500));
     for (out, extra) in [
         ("s3://lake/releases/r.parquet", vec![]),
-        ("s3://lake/releases/parts", vec!["--max-file-size", "40kB"]),
+        ("s3://lake/releases/parts", vec!["--max-file-size", "16kB"]),
     ] {
         let o = run(m
             .kanon()

@@ -18,7 +18,9 @@ use parquet::arrow::ArrowWriter;
 
 // Each test binary uses some of them.
 #[allow(unused_imports)]
-pub use kanon_e2e::{adult_job, ls, read_parquet, read_parquet_bytes, root, ADULT_QIS};
+pub use kanon_e2e::{
+    adult_job, ls, read_parquet, read_parquet_bytes, root, set_algorithm, ADULT_QIS,
+};
 
 /// The `kanon` binary, run from the repository root, without AWS or KANON
 /// variables from the caller's environment (and HOME pointing nowhere, so
