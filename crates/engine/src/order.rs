@@ -31,9 +31,10 @@ use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 use arrow::array::{RecordBatch, UInt32Array};
-use arrow::compute::{concat_batches, take_record_batch};
+use arrow::compute::{concat_batches, take};
 use arrow::datatypes::SchemaRef;
-use arrow::row::{RowConverter, SortField};
+use arrow::row::{RowConverter, Rows, SortField};
+use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::partition::SUPPRESSED;
@@ -154,26 +155,41 @@ impl ReleaseOrder {
                 .map(|f| SortField::new(f.data_type().clone()))
                 .collect(),
         )?;
-        let rows = converter.convert_columns(all.columns())?;
-        let mut keys: Vec<(u32, u64, u32)> = (0..all.num_rows())
+        let n = all.num_rows();
+        let chunk = n.div_ceil(rayon::current_num_threads().max(1)).max(1);
+        let starts: Vec<usize> = (0..n).step_by(chunk).collect();
+        let rows: Vec<Rows> = starts
+            .par_iter()
+            .map(|&start| {
+                converter.convert_columns(all.slice(start, chunk.min(n - start)).columns())
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        let row = |i: u32| rows[i as usize / chunk].row(i as usize % chunk);
+        let mut keys: Vec<(u32, u64, u32)> = (0..n as u32)
+            .into_par_iter()
             .map(|i| {
                 (
-                    self.rank(groups[i]),
-                    keyed_hash(self.seed, rows.row(i).as_ref()),
-                    i as u32,
+                    self.rank(groups[i as usize]),
+                    keyed_hash(self.seed, row(i).as_ref()),
+                    i,
                 )
             })
             .collect();
         // Equal ranks and hashes are (almost surely) equal rows; the last
         // key only makes the sort total, it never orders distinct content
         // unless the hash collides.
-        keys.sort_unstable_by(|a, b| {
+        keys.par_sort_unstable_by(|a, b| {
             (a.0, a.1)
                 .cmp(&(b.0, b.1))
-                .then_with(|| rows.row(a.2 as usize).cmp(&rows.row(b.2 as usize)))
+                .then_with(|| row(a.2).cmp(&row(b.2)))
         });
         let indices = UInt32Array::from_iter_values(keys.iter().map(|k| k.2));
-        Ok(take_record_batch(&all, &indices)?)
+        let columns = all
+            .columns()
+            .par_iter()
+            .map(|c| take(c, &indices, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(all.schema(), columns)?)
     }
 }
 
@@ -193,6 +209,7 @@ impl Buckets {
 mod tests {
     use super::*;
     use arrow::array::{ArrayRef, Int64Array, StringArray};
+    use arrow::compute::take_record_batch;
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
 
@@ -208,6 +225,36 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    /// The rows are converted, hashed and sorted in as many chunks as
+    /// there are threads: the release order is the same for any number.
+    #[test]
+    fn the_order_does_not_depend_on_the_thread_count() {
+        let n = 10_007usize;
+        let groups: Vec<u32> = (0..n).map(|i| (i % 13) as u32).collect();
+        let names: Vec<String> = (0..13).map(|g| format!("g{g}")).collect();
+        let labels: Vec<Vec<u8>> = names.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let order = ReleaseOrder::new(&groups, &labels, 3);
+        let ids: Vec<i64> = (0..n).map(|i| (i % 997) as i64).collect();
+        let text: Vec<&str> = groups.iter().map(|&g| names[g as usize].as_str()).collect();
+        let b = batch(&ids, &text);
+        let sort = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    order
+                        .sort(&b.schema(), std::slice::from_ref(&b), &groups)
+                        .unwrap()
+                })
+        };
+        let one = sort(1);
+        assert_eq!(one.num_rows(), n);
+        for threads in [2, 3, 8] {
+            assert_eq!(sort(threads), one, "{threads} threads");
+        }
     }
 
     #[test]
