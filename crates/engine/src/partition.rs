@@ -5,6 +5,7 @@
 //! metrics all read it, so no algorithm writes output or computes metrics of
 //! its own.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::codes::with_codes;
@@ -69,22 +70,23 @@ impl Partition {
                 members[g as usize].push(r as u32);
             }
         }
-        let mut cells = Vec::with_capacity(n_groups * n_qi);
-        for rows in &members {
-            for col in table.columns() {
-                if rows.is_empty() {
-                    cells.push(Cell::Suppressed);
-                } else {
-                    cells.push(with_codes!(col.codes(), |c| {
+        let cells: Vec<Cell> = members
+            .par_iter()
+            .flat_map_iter(|rows| {
+                table.columns().iter().map(move |col| {
+                    if rows.is_empty() {
+                        return Cell::Suppressed;
+                    }
+                    with_codes!(col.codes(), |c| {
                         let codes = rows.iter().map(|&r| u32::from(c[r as usize]));
                         match (numeric, col.kind()) {
                             (NumericCells::Ranges, Kind::Numeric) => col.flexible_cell_of(codes),
                             _ => col.cell_of(codes),
                         }
-                    }));
-                }
-            }
-        }
+                    })
+                })
+            })
+            .collect();
         Partition {
             n_qi,
             group_of_row,

@@ -252,13 +252,7 @@ impl Algorithm for Mondrian {
         let n_regions = groups.len();
         let mut moved = 0;
         if self.params.tidy {
-            for _ in 0..TIDY_PASSES {
-                let m = cutter.tidy(&mut groups);
-                moved += m;
-                if m == 0 {
-                    break;
-                }
-            }
+            moved = cutter.tidy(&mut groups);
         }
         let mut group_of_row = vec![SUPPRESSED; ctx.table.n_rows()];
         for (g, members) in groups.iter().enumerate() {
@@ -864,18 +858,40 @@ impl Cutter<'_> {
     /// Moves the rows that alone widen a group's cell on some QI (those
     /// outside its largest hierarchy child, when the group can spare them
     /// all) to nearby groups whose cells already cover them on every QI:
-    /// the group's cell narrows and no other cell widens. Returns the rows
+    /// the group's cell narrows and no other cell widens. Up to
+    /// [`TIDY_PASSES`] passes, until one moves nothing; the cells are
+    /// computed once (a move narrows its group's cell and leaves the cells
+    /// of the groups that take the rows as they were). Returns the rows
     /// moved.
     fn tidy(&self, groups: &mut [Vec<u32>]) -> usize {
-        let k = self.privacy.min_class_size().max(1);
         let codes = self.wide_codes();
         let mut cells: Vec<Vec<(u32, u32)>> =
             groups.iter().map(|g| self.cells(g, &codes)).collect();
+        let mut costs: Vec<f64> = cells.iter().map(|c| self.cell_loss(c)).collect();
+        let mut moved = 0;
+        for _ in 0..TIDY_PASSES {
+            let m = self.tidy_pass(groups, &codes, &mut cells, &mut costs);
+            moved += m;
+            if m == 0 {
+                break;
+            }
+        }
+        moved
+    }
+
+    /// One pass of [`Cutter::tidy`] over every group.
+    fn tidy_pass(
+        &self,
+        groups: &mut [Vec<u32>],
+        codes: &[Vec<u32>],
+        cells: &mut [Vec<(u32, u32)>],
+        costs: &mut [f64],
+    ) -> usize {
+        let k = self.privacy.min_class_size().max(1);
         let cost = |cell: &[(u32, u32)]| self.cell_loss(cell);
-        let mut costs: Vec<f64> = cells.iter().map(|c| cost(c)).collect();
         let covers = |cell: &[(u32, u32)], r: u32| {
             cell.iter()
-                .zip(&codes)
+                .zip(codes)
                 .all(|(&(lo, hi), c)| lo <= c[r as usize] && c[r as usize] <= hi)
         };
         let mut moved = 0;
@@ -931,7 +947,7 @@ impl Cutter<'_> {
                     .copied()
                     .filter(|&r| child_of(r) == big)
                     .collect();
-                let narrowed = self.cells(&stay, &codes);
+                let narrowed = self.cells(&stay, codes);
                 let saving = n as f64 * costs[g]
                     - stay.len() as f64 * cost(&narrowed)
                     - homes.iter().map(|&(_, to)| costs[to]).sum::<f64>();
