@@ -15,6 +15,7 @@ import subprocess
 RUN = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release/examples/run_job")
 JOBS = [
     ("mondrian", "configs/adult.toml", ["algorithm=mondrian"]),
+    ("mondrian-hierarchy", "configs/adult.toml", ["algorithm=mondrian-hierarchy"]),
     ("sbc", "configs/adult.toml", ["algorithm=sbc"]),
     ("kaca (configs/adult-kaca.toml)", "configs/adult-kaca.toml", []),
     ("kaca (paper settings)", "configs/adult-kaca.toml",
