@@ -66,7 +66,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithms::{details, Algorithm, Context, Outcome};
-use crate::codes::{with_codes, Code};
+use crate::codes::{with_codes, Code, Codes};
 use crate::encode::{QiColumn, QiTable};
 use crate::error::{Error, Result};
 use crate::hierarchy::NodeId;
@@ -818,28 +818,28 @@ impl Cutter<'_> {
     /// The published cell of `rows` on every QI as an inclusive code range:
     /// the leaves of the lowest common ancestor for QIs cut into children,
     /// the smallest and largest code otherwise.
-    fn cells(&self, rows: &[u32], codes: &[Vec<u32>]) -> Vec<(u32, u32)> {
+    fn cells(&self, rows: &[u32], codes: &[&Codes]) -> Vec<(u32, u32)> {
         self.table
             .columns()
             .iter()
             .zip(codes)
             .map(|(col, c)| {
-                let (lo, hi) = rows.iter().fold((u32::MAX, 0), |(lo, hi), &r| {
-                    (lo.min(c[r as usize]), hi.max(c[r as usize]))
-                });
+                let (lo, hi) =
+                    with_codes!(c, |c| rows.iter().fold((u32::MAX, 0), |(lo, hi), &r| {
+                        let x = u32::from(c[r as usize]);
+                        (lo.min(x), hi.max(x))
+                    }));
                 self.published_span(col, lo, hi)
             })
             .collect()
     }
 
-    /// Every QI's codes widened to `u32`, for the passes that look up many
-    /// rows' codes on every QI (tidying, the residue's placement).
-    fn wide_codes(&self) -> Vec<Vec<u32>> {
-        self.table
-            .columns()
-            .iter()
-            .map(|col| with_codes!(col.codes(), |c| c.iter().map(|&x| x.into()).collect()))
-            .collect()
+    /// Every QI's codes, for the passes that look up many rows' codes on
+    /// every QI (tidying, the residue's placement): the table's own narrow
+    /// codes, read with [`Codes::get`] (widening them to `u32` cost 4 bytes
+    /// a row per QI, 32 GB for a billion rows of 8 QIs).
+    fn qi_codes(&self) -> Vec<&Codes> {
+        self.table.columns().iter().map(|col| col.codes()).collect()
     }
 
     /// The inclusive code range published for codes `lo..=hi` of `col`: the
@@ -864,7 +864,7 @@ impl Cutter<'_> {
     /// of the groups that take the rows as they were). Returns the rows
     /// moved.
     fn tidy(&self, groups: &mut [Vec<u32>]) -> usize {
-        let codes = self.wide_codes();
+        let codes = self.qi_codes();
         let mut cells: Vec<Vec<(u32, u32)>> =
             groups.iter().map(|g| self.cells(g, &codes)).collect();
         let mut costs: Vec<f64> = cells.iter().map(|c| self.cell_loss(c)).collect();
@@ -883,7 +883,7 @@ impl Cutter<'_> {
     fn tidy_pass(
         &self,
         groups: &mut [Vec<u32>],
-        codes: &[Vec<u32>],
+        codes: &[&Codes],
         cells: &mut [Vec<(u32, u32)>],
         costs: &mut [f64],
     ) -> usize {
@@ -892,7 +892,7 @@ impl Cutter<'_> {
         let covers = |cell: &[(u32, u32)], r: u32| {
             cell.iter()
                 .zip(codes)
-                .all(|(&(lo, hi), c)| lo <= c[r as usize] && c[r as usize] <= hi)
+                .all(|(&(lo, hi), c)| (lo..=hi).contains(&c.get(r as usize)))
         };
         let mut moved = 0;
         for g in 0..groups.len() {
@@ -911,7 +911,8 @@ impl Cutter<'_> {
                 }
                 let node = h.lca(NodeId(lo), NodeId(hi));
                 let starts: Vec<u32> = h.children(node).map(|c| h.leaves(c).start).collect();
-                let child_of = |r: u32| starts.partition_point(|&s| s <= codes[q][r as usize]) - 1;
+                let child_of =
+                    |r: u32| starts.partition_point(|&s| s <= codes[q].get(r as usize)) - 1;
                 let mut counts = vec![0usize; starts.len()];
                 for &r in &groups[g] {
                     counts[child_of(r)] += 1;

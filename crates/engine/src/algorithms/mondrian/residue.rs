@@ -21,6 +21,7 @@
 use serde::Serialize;
 
 use super::{Cut, Cutter, MondrianParams};
+use crate::codes::Codes;
 
 /// Passes that defer rare rows; the residue of the last one is cut with
 /// pooling or topping up, so every row ends in a group.
@@ -146,12 +147,12 @@ impl Cutter<'_> {
 
     /// The cell `cell` (inclusive code ranges, as [`Cutter::cells`] gives)
     /// widened to cover row `r`.
-    fn widened(&self, cell: &[(u32, u32)], r: u32, codes: &[Vec<u32>]) -> Vec<(u32, u32)> {
+    fn widened(&self, cell: &[(u32, u32)], r: u32, codes: &[&Codes]) -> Vec<(u32, u32)> {
         cell.iter()
             .zip(self.table.columns())
             .zip(codes)
             .map(|((&(lo, hi), col), c)| {
-                let x = c[r as usize];
+                let x = c.get(r as usize);
                 self.published_span(col, lo.min(x), hi.max(x))
             })
             .collect()
@@ -171,7 +172,7 @@ impl Cutter<'_> {
             groups.push(rows);
             return;
         }
-        let codes = self.wide_codes();
+        let codes = self.qi_codes();
         let mut cells: Vec<Vec<(u32, u32)>> =
             groups.iter().map(|g| self.cells(g, &codes)).collect();
         let mut stranded: Vec<u32> = Vec::new();
