@@ -130,7 +130,9 @@ impl ReleaseOrder {
 
     /// Sorts released rows into release order: `batches` are released
     /// batches (every column as published) and `groups` the group of each of
-    /// their rows, in the same order. Returns one batch.
+    /// their rows, in the same order. Returns one batch. The rows are
+    /// converted, hashed and sorted in chunks on rayon, and taken column by
+    /// column; the order does not depend on the number of threads.
     ///
     /// # Errors
     /// Arrow failures (row conversion, take, concat).
