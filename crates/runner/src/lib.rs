@@ -87,7 +87,7 @@ pub(crate) struct JobArgs {
     #[arg(long)]
     pub k: Option<usize>,
     /// Override `algorithm.name`: mondrian, datafly, incognito, sbc,
-    /// heuristic-min, kaca, l-clustering or mondrian-hierarchy (tested
+    /// heuristic-min, kaca, l-clustering, mondrian-hierarchy or cover (tested
     /// against the engine's registry).
     #[arg(long)]
     pub algorithm: Option<String>,

@@ -4,6 +4,7 @@
 //! Every algorithm reads the encoded table and its classes and returns a
 //! [`Partition`]; none writes output, verifies or computes metrics itself.
 
+pub mod cover;
 pub mod datafly;
 pub mod heuristic_min;
 pub mod incognito;

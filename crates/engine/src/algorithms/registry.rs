@@ -6,7 +6,7 @@
 //! any work, so an algorithm never meets a job it does not honour.
 
 use crate::algorithms::{
-    datafly, heuristic_min, incognito, kaca, l_clustering, mondrian, sbc, Algorithm,
+    cover, datafly, heuristic_min, incognito, kaca, l_clustering, mondrian, sbc, Algorithm,
 };
 use crate::error::{Error, Result};
 use crate::registry::{Named, Registry};
@@ -135,6 +135,12 @@ const BUILT_IN: &[Registration] = &[
         capabilities: LOCAL,
         build: |a| Ok(Box::new(mondrian::Mondrian::hierarchy_bound(a)?)),
     },
+    Registration {
+        name: cover::NAME,
+        summary: "local recoding bound to the hierarchies: the cheapest boxes of hierarchy nodes and interval windows that gather k rows, taken greedily (Park, Shim, SIGMOD 2007)",
+        capabilities: LOCAL,
+        build: |a| Ok(Box::new(cover::Cover::from_params(a.params()?)?)),
+    },
 ];
 
 impl Named for Registration {
@@ -198,7 +204,7 @@ mod tests {
         for (i, n) in names.iter().enumerate() {
             assert!(!names[..i].contains(n), "{n} twice");
         }
-        assert_eq!(names.len(), 8);
+        assert_eq!(names.len(), 9);
         let err = register(Registration {
             name: "mondrian",
             ..BUILT_IN[0]

@@ -1,0 +1,686 @@
+//! `cover`: hierarchy-bound local recoding by a cheapest-first cover of the
+//! table with boxes.
+//!
+//! A *box* is one cell per QI, each a node of the QI's hierarchy or, for a
+//! numeric QI with intervals, a *window* of consecutive finest intervals
+//! (`[25-39]` over 5-year intervals: an interval of its intervals). Its cost
+//! per row is the sum of its cells' granularity, ARX's loss:
+//! `(m - 1) / (D - 1)` for a cell covering `m` of the QI's `D` distinct
+//! values. Boxes are taken cheapest first whenever at least k rows they
+//! cover are not taken yet and the privacy models accept those rows: the
+//! greedy set cover of Park and Shim ("Approximate algorithms for
+//! k-anonymity", SIGMOD 2007, section 4), with granularity as the cost.
+//! A row is therefore published in the cheapest box that could still
+//! gather k rows when its turn came. The few rows no box gathers at the
+//! end (fewer than k) join the group they widen least, and every group
+//! publishes its tightest cells (lowest common ancestors, or the narrowest
+//! window around a numeric QI's values).
+//!
+//! The boxes holding at least k free rows are found with BUC's iceberg
+//! recursion (Beyer and Ramakrishnan, SIGMOD 1999) over the equivalence
+//! classes: QI by QI, each view of the QI (a hierarchy level or a window
+//! width and offset) splits the classes by node, and only nodes with k
+//! rows recurse. The recursion runs in rounds of rising cost, each over the
+//! classes not taken yet and pruned at the round's cost cap: the cheap
+//! rounds see every class but few views, the expensive rounds few classes.
+//! A box cheaper than a round's floor held fewer than k free rows in an
+//! earlier round and can only hold fewer now, so the rounds take boxes in
+//! exactly the global cheapest-first order.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::algorithms::{details, Algorithm, Context, Outcome};
+use crate::encode::{EquivalenceClasses, QiColumn, QiTable};
+use crate::error::{Error, Result};
+use crate::generalise::Cell;
+use crate::hierarchy::{Hierarchy, Level, NodeId};
+use crate::partition::{Partition, SUPPRESSED};
+use crate::privacy::{ClassView, Privacy};
+use crate::spec::Kind;
+
+/// The registered name.
+pub const NAME: &str = "cover";
+
+/// Parameters of [`Cover`].
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoverParams {
+    /// Widths, in finest intervals, of the windows a numeric QI with an
+    /// interval hierarchy may publish besides its hierarchy's nodes, each
+    /// at every offset. Empty: hierarchy nodes only.
+    pub window_widths: Vec<usize>,
+    /// Cost caps of the search rounds, as a share of the QIs: round `i`
+    /// takes the boxes costing at most `caps[i] x QIs`; a last round takes
+    /// every box.
+    pub caps: Vec<f64>,
+}
+
+impl Default for CoverParams {
+    fn default() -> Self {
+        CoverParams {
+            window_widths: vec![2, 3, 4, 6, 8],
+            caps: vec![
+                0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6,
+            ],
+        }
+    }
+}
+
+/// The cheapest-first cover (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Cover {
+    params: CoverParams,
+}
+
+impl Cover {
+    /// The cover with the given parameters.
+    ///
+    /// # Errors
+    /// [`Error::Spec`] for a window narrower than 2 intervals or a cap that
+    /// is not a share in `[0, 1]`.
+    pub fn from_params(params: CoverParams) -> Result<Self> {
+        if params.window_widths.iter().any(|&w| w < 2) {
+            return Err(Error::spec(
+                "algorithm.window_widths",
+                "every window spans at least 2 finest intervals (e.g. [2, 3, 4]); use [] for hierarchy nodes only",
+            ));
+        }
+        if params
+            .caps
+            .iter()
+            .any(|c| !c.is_finite() || !(0.0..=1.0).contains(c))
+        {
+            return Err(Error::spec(
+                "algorithm.caps",
+                "every cap is a share of the QIs' total loss in [0, 1], e.g. [0.0, 0.05, 0.2]",
+            ));
+        }
+        Ok(Cover { params })
+    }
+}
+
+/// One way to publish a QI: a partition of its codes into cells.
+#[derive(Debug)]
+struct View {
+    /// Code -> index of the cell covering it.
+    cell_of: Vec<u32>,
+    /// Cell index -> granularity.
+    cost: Vec<f64>,
+    /// Cell index -> the published cell.
+    cells: Vec<Cell>,
+}
+
+/// The views of one QI: its hierarchy's levels (leaves first), then the
+/// windows.
+#[derive(Debug)]
+struct QiViews {
+    views: Vec<View>,
+    /// Granularity of every hierarchy node, by node id.
+    node_cost: Vec<f64>,
+    /// Index in `views` of the first window view.
+    first_window: usize,
+}
+
+fn granularity(col: &QiColumn, cell: &Cell) -> f64 {
+    let d = col.distinct();
+    if d <= 1 {
+        return 0.0;
+    }
+    (col.covered(cell).max(1) - 1) as f64 / (d - 1) as f64
+}
+
+impl QiViews {
+    fn build(col: &QiColumn, widths: &[usize]) -> Result<Self> {
+        let h: &Hierarchy = col.hierarchy().ok_or_else(|| {
+            Error::spec(
+                "algorithm.name",
+                format!(
+                    "`cover` publishes hierarchy nodes, and quasi-identifier `{}` has no hierarchy; give it a hierarchy file or `intervals`, or choose mondrian",
+                    col.name()
+                ),
+            )
+        })?;
+        let leaves = h.leaf_count();
+        let node_cost: Vec<f64> = (0..h.node_count() as u32)
+            .map(|n| granularity(col, &Cell::Node(NodeId(n))))
+            .collect();
+        let mut views = Vec::new();
+        for level in 0..=h.height() {
+            let nodes: Vec<NodeId> = h.nodes_at(Level(level)).collect();
+            let mut index = vec![0u32; h.node_count()];
+            for (i, n) in nodes.iter().enumerate() {
+                index[n.0 as usize] = i as u32;
+            }
+            views.push(View {
+                cell_of: (0..leaves as u32)
+                    .map(|c| index[h.ancestor(NodeId(c), Level(level)).0 as usize])
+                    .collect(),
+                cost: nodes.iter().map(|n| node_cost[n.0 as usize]).collect(),
+                cells: nodes.iter().map(|&n| Cell::Node(n)).collect(),
+            });
+        }
+        let first_window = views.len();
+        if col.kind() == Kind::Numeric && h.height() >= 2 {
+            let bins: Vec<NodeId> = h.nodes_at(Level(1)).collect();
+            let mut bin_of_leaf = vec![0usize; leaves];
+            for (b, &n) in bins.iter().enumerate() {
+                for leaf in h.leaves(n) {
+                    bin_of_leaf[leaf as usize] = b;
+                }
+            }
+            for &w in widths.iter().filter(|&&w| w < bins.len()) {
+                for offset in 0..w {
+                    let n_windows = (bins.len() - 1 + offset) / w + 1;
+                    let mut cells = Vec::with_capacity(n_windows);
+                    for j in 0..n_windows {
+                        let first = (j * w).saturating_sub(offset);
+                        let last = ((j + 1) * w - offset).min(bins.len()) - 1;
+                        let lo = h.leaves(bins[first]).start;
+                        let hi = h.leaves(bins[last]).end - 1;
+                        cells.push(window_cell(h, lo, hi));
+                    }
+                    if cells.iter().all(|c| matches!(c, Cell::Node(_))) {
+                        continue;
+                    }
+                    views.push(View {
+                        cell_of: bin_of_leaf
+                            .iter()
+                            .map(|&b| ((b + offset) / w) as u32)
+                            .collect(),
+                        cost: cells.iter().map(|c| granularity(col, c)).collect(),
+                        cells,
+                    });
+                }
+            }
+        }
+        Ok(QiViews {
+            views,
+            node_cost,
+            first_window,
+        })
+    }
+
+    /// The cheapest cell covering every code of a group summarised by
+    /// `span`, and its granularity. A hierarchy node wins ties.
+    fn tightest(&self, span: &Span) -> (f64, Cell) {
+        let mut best = (self.node_cost[span.lca.0 as usize], Cell::Node(span.lca));
+        for v in &self.views[self.first_window..] {
+            let cell = v.cell_of[span.lo as usize];
+            if cell == v.cell_of[span.hi as usize] && v.cost[cell as usize] < best.0 {
+                best = (v.cost[cell as usize], v.cells[cell as usize].clone());
+            }
+        }
+        best
+    }
+}
+
+/// The leaf range `lo..=hi` as a hierarchy node when one covers exactly it,
+/// else as a range of codes.
+fn window_cell(h: &Hierarchy, lo: u32, hi: u32) -> Cell {
+    (1..=h.height())
+        .map(|l| h.ancestor(NodeId(lo), Level(l)))
+        .find(|&n| h.leaves(n) == (lo..hi + 1))
+        .map_or(Cell::Range { lo, hi }, Cell::Node)
+}
+
+/// What a group's cells depend on, per QI: the lowest common ancestor of
+/// its codes and their smallest and largest code.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    lca: NodeId,
+    lo: u32,
+    hi: u32,
+}
+
+impl Span {
+    fn of(code: u32) -> Self {
+        Span {
+            lca: NodeId(code),
+            lo: code,
+            hi: code,
+        }
+    }
+
+    fn with(self, h: &Hierarchy, code: u32) -> Self {
+        Span {
+            lca: h.lca(self.lca, NodeId(code)),
+            lo: self.lo.min(code),
+            hi: self.hi.max(code),
+        }
+    }
+}
+
+/// A box found by a round: its cost per row, the free rows it held when
+/// found, and its classes (a range of the round's arena).
+struct Candidate {
+    cost: f64,
+    weight: u64,
+    classes: std::ops::Range<usize>,
+}
+
+/// BUC's recursion over the free classes (see the module docs).
+struct Search<'a> {
+    /// The QIs' views, in the order the recursion splits them.
+    qis: Vec<&'a QiViews>,
+    /// `codes[i][class]`: the class's code on the `i`-th QI split.
+    codes: Vec<Vec<u32>>,
+    /// Rows per class.
+    sizes: Vec<u64>,
+    k: u64,
+    cap: f64,
+    floor: f64,
+    cancel: &'a crate::cancel::Cancellation,
+}
+
+/// What one branch of a round's recursion found.
+#[derive(Default)]
+struct Found {
+    candidates: Vec<Candidate>,
+    arena: Vec<u32>,
+}
+
+/// Slack on the cost comparisons, far below any cell's granularity step.
+const EPS: f64 = 1e-9;
+
+impl<'a> Search<'a> {
+    /// `order` lists the QIs in the order the recursion splits them.
+    fn new(
+        qis: &'a [QiViews],
+        order: &[usize],
+        classes: &EquivalenceClasses,
+        k: u64,
+        cancel: &'a crate::cancel::Cancellation,
+    ) -> Self {
+        Search {
+            qis: order.iter().map(|&q| &qis[q]).collect(),
+            codes: order
+                .iter()
+                .map(|&q| (0..classes.len()).map(|c| classes.tuple(c)[q]).collect())
+                .collect(),
+            sizes: (0..classes.len()).map(|c| classes.size(c) as u64).collect(),
+            k,
+            cap: 0.0,
+            floor: 0.0,
+            cancel,
+        }
+    }
+
+    fn weight(&self, classes: &[u32]) -> u64 {
+        classes.iter().map(|&c| self.sizes[c as usize]).sum()
+    }
+
+    /// The runs of `classes` (sorted by `view`'s cell on QI `q`) worth
+    /// descending into: at least k rows and within the cap.
+    fn runs(
+        &self,
+        q: usize,
+        view: &View,
+        classes: &mut [u32],
+        cost: f64,
+    ) -> Vec<(usize, usize, f64)> {
+        let codes = &self.codes[q];
+        let cell_of = |c: &u32| view.cell_of[codes[*c as usize] as usize];
+        classes.sort_unstable_by_key(cell_of);
+        let mut runs = Vec::new();
+        let mut start = 0;
+        while start < classes.len() {
+            let cell = cell_of(&classes[start]);
+            let mut end = start + 1;
+            let mut weight = self.sizes[classes[start] as usize];
+            while end < classes.len() && cell_of(&classes[end]) == cell {
+                weight += self.sizes[classes[end] as usize];
+                end += 1;
+            }
+            let with = cost + view.cost[cell as usize];
+            if with <= self.cap + EPS && weight >= self.k {
+                runs.push((start, end, with));
+            }
+            start = end;
+        }
+        runs
+    }
+
+    fn descend(&self, q: usize, classes: &mut [u32], cost: f64, found: &mut Found) {
+        if q == self.qis.len() {
+            if cost > self.floor + EPS {
+                let start = found.arena.len();
+                found.arena.extend_from_slice(classes);
+                found.candidates.push(Candidate {
+                    cost,
+                    weight: self.weight(classes),
+                    classes: start..found.arena.len(),
+                });
+            }
+            return;
+        }
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        for view in &self.qis[q].views {
+            for (start, end, with) in self.runs(q, view, classes, cost) {
+                self.descend(q + 1, &mut classes[start..end], with, found);
+            }
+        }
+    }
+
+    /// One round: the boxes with k free rows costing more than the floor
+    /// and at most the cap. The first QI's branches run on rayon; the
+    /// boxes come out in the same order whatever the number of threads.
+    fn round(&mut self, free: &[u32], floor: f64, cap: f64) -> Found {
+        self.floor = floor;
+        self.cap = cap;
+        if self.qis.is_empty() || self.weight(free) < self.k {
+            return Found::default();
+        }
+        let mut branches: Vec<(Vec<u32>, f64)> = Vec::new();
+        for view in &self.qis[0].views {
+            let mut classes = free.to_vec();
+            for (start, end, with) in self.runs(0, view, &mut classes, 0.0) {
+                branches.push((classes[start..end].to_vec(), with));
+            }
+        }
+        let this = &*self;
+        let parts: Vec<Found> = branches
+            .into_par_iter()
+            .map(|(mut classes, cost)| {
+                let mut found = Found::default();
+                this.descend(1, &mut classes, cost, &mut found);
+                found
+            })
+            .collect();
+        let mut all = Found::default();
+        for part in parts {
+            let offset = all.arena.len();
+            all.arena.extend(part.arena);
+            all.candidates
+                .extend(part.candidates.into_iter().map(|c| Candidate {
+                    classes: c.classes.start + offset..c.classes.end + offset,
+                    ..c
+                }));
+        }
+        all
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct CoverDetails {
+    params: CoverParams,
+    /// Views per QI (hierarchy levels plus windows).
+    views: Vec<usize>,
+    rounds: usize,
+    /// Boxes with k free rows the rounds found.
+    boxes: u64,
+    groups: usize,
+    /// Rows no box gathered, placed in the group they widen least.
+    placed_rows: usize,
+    suppressed_rows: usize,
+}
+
+impl Algorithm for Cover {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
+        ctx.privacy.check_feasible(ctx.table)?;
+        let table = ctx.table;
+        let qis: Vec<QiViews> = table
+            .columns()
+            .iter()
+            .map(|c| QiViews::build(c, &self.params.window_widths))
+            .collect::<Result<_>>()?;
+        let classes = ctx.classes;
+        let active: Vec<u32> = table.active_rows();
+        if !active.is_empty()
+            && !ctx.privacy.accepts(ClassView {
+                table,
+                rows: &active,
+            })
+        {
+            return Err(Error::Unsatisfiable(format!(
+                "`cover` gathers every row into groups, so the whole input must satisfy {} and it does not; choose an algorithm that suppresses (datafly, incognito, kaca, l-clustering) or weaken the model",
+                ctx.privacy.describe()
+            )));
+        }
+        const FREE: u32 = u32::MAX;
+        let mut group_of_class = vec![FREE; classes.len()];
+        let mut groups: Vec<Vec<u32>> = Vec::new();
+        let k = ctx.privacy.min_class_size().max(1) as u64;
+        let n_qi = qis.len() as f64;
+        let mut caps: Vec<f64> = self.params.caps.iter().map(|c| c * n_qi).collect();
+        caps.push(n_qi + 1.0);
+        let mut order: Vec<usize> = (0..qis.len()).collect();
+        order.sort_by_key(|&q| qis[q].views.len());
+        let mut search = Search::new(&qis, &order, classes, k, ctx.cancel);
+        let mut floor = -1.0;
+        let mut boxes = 0;
+        let mut rounds = 0;
+        for cap in caps {
+            if cap <= floor {
+                continue;
+            }
+            let free: Vec<u32> = (0..classes.len() as u32)
+                .filter(|&c| group_of_class[c as usize] == FREE)
+                .collect();
+            if free.is_empty() {
+                break;
+            }
+            ctx.cancel.check()?;
+            rounds += 1;
+            let Found {
+                mut candidates,
+                arena,
+            } = search.round(&free, floor, cap);
+            ctx.cancel.check()?;
+            boxes += candidates.len() as u64;
+            candidates.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(b.weight.cmp(&a.weight)));
+            for cand in &candidates {
+                let members: Vec<u32> = arena[cand.classes.clone()]
+                    .iter()
+                    .copied()
+                    .filter(|&c| group_of_class[c as usize] == FREE)
+                    .collect();
+                let weight: u64 = members
+                    .iter()
+                    .map(|&c| classes.size(c as usize) as u64)
+                    .sum();
+                if weight < k {
+                    continue;
+                }
+                if ctx.privacy.needs_rows()
+                    && !ctx.privacy.accepts(ClassView {
+                        table,
+                        rows: &rows_of(classes, &members),
+                    })
+                {
+                    continue;
+                }
+                for &c in &members {
+                    group_of_class[c as usize] = groups.len() as u32;
+                }
+                groups.push(members);
+            }
+            floor = cap;
+        }
+        let leftover: Vec<u32> = (0..classes.len() as u32)
+            .filter(|&c| group_of_class[c as usize] == FREE)
+            .collect();
+        let placed = Placement::new(table, &qis, classes, &groups);
+        let (groups, placed_rows, suppressed) =
+            placed.place(ctx.privacy, leftover, table.active_rows().len())?;
+        let mut group_of_row = vec![SUPPRESSED; table.n_rows()];
+        let mut tuples = Vec::with_capacity(groups.len());
+        for (g, members) in groups.iter().enumerate() {
+            for &c in members {
+                for &r in classes.rows(c as usize) {
+                    group_of_row[r as usize] = g as u32;
+                }
+            }
+            tuples.push(tightest_tuple(table, &qis, classes, members).1);
+        }
+        let n_groups = groups.len();
+        Ok(Outcome {
+            partition: Partition::with_tuples(table, group_of_row, tuples),
+            details: details(&CoverDetails {
+                params: self.params.clone(),
+                views: qis.iter().map(|q| q.views.len()).collect(),
+                rounds,
+                boxes,
+                groups: n_groups,
+                placed_rows,
+                suppressed_rows: suppressed,
+            })?,
+        })
+    }
+}
+
+fn rows_of(classes: &EquivalenceClasses, members: &[u32]) -> Vec<u32> {
+    members
+        .iter()
+        .flat_map(|&c| classes.rows(c as usize).iter().copied())
+        .collect()
+}
+
+fn spans_of(table: &QiTable, classes: &EquivalenceClasses, members: &[u32]) -> Vec<Span> {
+    let first = classes.tuple(members[0] as usize);
+    let mut spans: Vec<Span> = first.iter().map(|&c| Span::of(c)).collect();
+    for &m in &members[1..] {
+        for (q, (span, &code)) in spans.iter_mut().zip(classes.tuple(m as usize)).enumerate() {
+            *span = span.with(hierarchy(table, q), code);
+        }
+    }
+    spans
+}
+
+fn hierarchy(table: &QiTable, q: usize) -> &Hierarchy {
+    table.columns()[q]
+        .hierarchy()
+        .expect("QiViews::build checked every QI has a hierarchy")
+}
+
+/// A group's tightest tuple and its cost per row.
+fn tightest_tuple(
+    table: &QiTable,
+    qis: &[QiViews],
+    classes: &EquivalenceClasses,
+    members: &[u32],
+) -> (f64, Vec<Cell>) {
+    let spans = spans_of(table, classes, members);
+    let mut cost = 0.0;
+    let cells = qis
+        .iter()
+        .zip(&spans)
+        .map(|(v, s)| {
+            let (c, cell) = v.tightest(s);
+            cost += c;
+            cell
+        })
+        .collect();
+    (cost, cells)
+}
+
+/// Places the classes no box gathered into the groups they widen least.
+struct Placement<'a> {
+    table: &'a QiTable,
+    qis: &'a [QiViews],
+    classes: &'a EquivalenceClasses,
+    groups: Vec<Vec<u32>>,
+    spans: Vec<Vec<Span>>,
+    cost: Vec<f64>,
+    rows: Vec<u64>,
+}
+
+impl<'a> Placement<'a> {
+    fn new(
+        table: &'a QiTable,
+        qis: &'a [QiViews],
+        classes: &'a EquivalenceClasses,
+        groups: &[Vec<u32>],
+    ) -> Self {
+        let spans: Vec<Vec<Span>> = groups.iter().map(|m| spans_of(table, classes, m)).collect();
+        let cost = spans
+            .iter()
+            .map(|s| qis.iter().zip(s).map(|(v, s)| v.tightest(s).0).sum())
+            .collect();
+        let rows = groups
+            .iter()
+            .map(|m| m.iter().map(|&c| classes.size(c as usize) as u64).sum())
+            .collect();
+        Placement {
+            table,
+            qis,
+            classes,
+            groups: groups.to_vec(),
+            spans,
+            cost,
+            rows,
+        }
+    }
+
+    /// Returns the groups with the leftover classes placed, the rows
+    /// placed, and the rows suppressed (only when no group accepts a class
+    /// and the suppression limit allows).
+    fn place(
+        mut self,
+        privacy: &Privacy,
+        leftover: Vec<u32>,
+        active_rows: usize,
+    ) -> Result<(Vec<Vec<u32>>, usize, usize)> {
+        let mut placed = 0;
+        let mut suppressed = 0;
+        for c in leftover {
+            let size = self.classes.size(c as usize);
+            let tuple = self.classes.tuple(c as usize);
+            let mut options: Vec<(f64, usize, Vec<Span>, f64)> = (0..self.groups.len())
+                .map(|g| {
+                    let spans: Vec<Span> = self.spans[g]
+                        .iter()
+                        .zip(tuple)
+                        .enumerate()
+                        .map(|(q, (s, &code))| s.with(hierarchy(self.table, q), code))
+                        .collect();
+                    let cost: f64 = self
+                        .qis
+                        .iter()
+                        .zip(&spans)
+                        .map(|(v, s)| v.tightest(s).0)
+                        .sum();
+                    let n = self.rows[g] as f64;
+                    let widening = cost * (n + size as f64) - self.cost[g] * n;
+                    (widening, g, spans, cost)
+                })
+                .collect();
+            options.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let chosen = options.into_iter().find(|(_, g, _, _)| {
+                !privacy.needs_rows() || {
+                    let mut members = self.groups[*g].clone();
+                    members.push(c);
+                    privacy.accepts(ClassView {
+                        table: self.table,
+                        rows: &rows_of(self.classes, &members),
+                    })
+                }
+            });
+            match chosen {
+                Some((_, g, spans, cost)) => {
+                    self.groups[g].push(c);
+                    self.spans[g] = spans;
+                    self.cost[g] = cost;
+                    self.rows[g] += size as u64;
+                    placed += size;
+                }
+                None if suppressed + size <= privacy.max_suppressed(active_rows) => {
+                    suppressed += size;
+                }
+                None => {
+                    return Err(Error::Unsatisfiable(format!(
+                        "`cover` found no group that still satisfies {} with {size} remaining row(s) added, and the suppression limit does not allow suppressing them; raise `privacy.suppression_limit` or choose another algorithm",
+                        privacy.describe()
+                    )))
+                }
+            }
+        }
+        Ok((self.groups, placed, suppressed))
+    }
+}
