@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 19: whole-table vs block-wise Mondrian and KACA, and whole-table
-# hierarchy-bound Mondrian (the bundled job), on generated
+# Issue 19: whole-table vs block-wise Mondrian and KACA, whole-table
+# hierarchy-bound Mondrian, and the cheapest-first cover (the bundled job:
+# blocks of 10,000 rows beyond 100,000 rows, or whole), on generated
 # Adult-like Parquet (8 QIs, the salary class, 10 extra columns), k = 10,
 # against a plain DataFusion Parquet copy of the same file in the same run
 # (`kanon sql "COPY (SELECT * FROM t) TO ..."`: read every column, write
@@ -21,7 +22,7 @@ DIR="${1:-/tmp/kanon-whole}"
 shift || true
 ROWS=("${@:-1000000 10000000}")
 read -r -a ROWS <<<"${ROWS[*]}"
-RUNS="${RUNS:-copy mondrian-whole mondrian-blocks kaca-blocks kaca-whole hierarchy-whole}"
+RUNS="${RUNS:-copy mondrian-whole mondrian-blocks kaca-blocks kaca-whole hierarchy-whole cover-blocks}"
 KANON="${KANON:-${CARGO_TARGET_DIR:-target}/release/kanon}"
 PIN=()
 [ -n "${CORES:-}" ] && PIN=(taskset -c "$CORES")
@@ -31,7 +32,9 @@ job_of() {
     case "$1" in
         mondrian-whole) echo "configs/adult.toml --algorithm mondrian --set algorithm.block_size=0" ;;
         mondrian-blocks) echo "configs/adult.toml --algorithm mondrian --set algorithm.block_size=10000" ;;
-        hierarchy-whole) echo "configs/adult.toml" ;;
+        hierarchy-whole) echo "configs/adult.toml --algorithm mondrian-hierarchy" ;;
+        cover-blocks) echo "configs/adult.toml" ;;
+        cover-whole) echo "configs/adult.toml --set algorithm.block_size=0" ;;
         kaca-blocks) echo "configs/adult-kaca.toml" ;;
         kaca-whole) echo "configs/adult-kaca.toml --set algorithm.block_size=0" ;;
         *) echo "unknown run $1" >&2; exit 2 ;;

@@ -16,6 +16,7 @@ RUN = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release/exampl
 JOBS = [
     ("mondrian", "configs/adult.toml", ["algorithm=mondrian"]),
     ("mondrian-hierarchy", "configs/adult.toml", ["algorithm=mondrian-hierarchy"]),
+    ("cover", "configs/adult.toml", ["algorithm=cover"]),
     ("sbc", "configs/adult.toml", ["algorithm=sbc"]),
     ("kaca (configs/adult-kaca.toml)", "configs/adult-kaca.toml", []),
     ("kaca (paper settings)", "configs/adult-kaca.toml",

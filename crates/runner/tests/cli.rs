@@ -87,7 +87,7 @@ fn the_bundled_adult_job_runs_and_verifies() {
     let md: HashMap<String, String> = parquet_metadata(std::fs::read(&out).unwrap())
         .into_iter()
         .collect();
-    assert_eq!(md["kanon.algorithm"], "mondrian-hierarchy");
+    assert_eq!(md["kanon.algorithm"], "cover");
     assert!(md["kanon.k_achieved"].parse::<usize>().unwrap() >= 10);
     assert!(md["kanon.input.fingerprint"].starts_with("sha256:"));
     assert_eq!(md["kanon.rows_in"], "30162");

@@ -239,7 +239,7 @@ fn a_local_table_created_rerun_appended_verified_and_inspected() {
     assert_eq!(history.len(), 2);
     for h in history {
         let c = &h["certificate"];
-        assert_eq!(c["algorithm"], "mondrian-hierarchy");
+        assert_eq!(c["algorithm"], "cover");
         assert_eq!(c["privacy"]["k"], 10);
         assert!(c["verified"]["smallest_class"].as_u64().unwrap() >= 10);
         assert!(c["job_hash"].as_str().unwrap().starts_with("sha256:"));

@@ -112,7 +112,8 @@ struct View {
 }
 
 /// The views of one QI: its hierarchy's levels (leaves first), then the
-/// windows.
+/// windows (numeric QIs whose hierarchy's leaves are in value order, as
+/// `intervals` and `cuts` build them, so a window is a range of values).
 #[derive(Debug)]
 struct QiViews {
     views: Vec<View>,
@@ -161,7 +162,9 @@ impl QiViews {
             });
         }
         let first_window = views.len();
-        if col.kind() == Kind::Numeric && h.height() >= 2 {
+        let in_value_order = (1..leaves as u32)
+            .all(|c| matches!((col.value(c - 1), col.value(c)), (Some(a), Some(b)) if a < b));
+        if col.kind() == Kind::Numeric && h.height() >= 2 && in_value_order {
             let bins: Vec<NodeId> = h.nodes_at(Level(1)).collect();
             let mut bin_of_leaf = vec![0usize; leaves];
             for (b, &n) in bins.iter().enumerate() {
@@ -682,5 +685,44 @@ impl<'a> Placement<'a> {
             }
         }
         Ok((self.groups, placed, suppressed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::JobSpec;
+
+    fn ages(values: &[u32]) -> QiTable {
+        let spec: JobSpec = serde_json::from_str(
+            r#"{"privacy": {"k": 2}, "attributes": [{"name": "age", "role": "qi", "intervals": [5, 10]}]}"#,
+        )
+        .unwrap();
+        let labels: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        let column: Vec<&str> = labels.iter().map(String::as_str).collect();
+        QiTable::from_string_columns(&spec, &Default::default(), &[("age", column)]).unwrap()
+    }
+
+    #[test]
+    fn windows_span_whole_intervals_and_skip_views_that_are_levels() {
+        let table = ages(&(20..=44).collect::<Vec<_>>());
+        let col = &table.columns()[0];
+        let views = QiViews::build(col, &[2, 3]).unwrap();
+        // Leaves, 5-year, 10-year and root, then width 2 at offset 1 (offset 0
+        // is the 10-year level) and width 3 at offsets 0, 1 and 2.
+        assert_eq!(views.first_window, 4);
+        assert_eq!(views.views.len(), 8);
+        let h = col.hierarchy().unwrap();
+        let code = |v: &str| h.leaf(v).unwrap().0;
+        let span = Span::of(code("26")).with(h, code("33"));
+        let (cost, cell) = views.tightest(&span);
+        assert_eq!(col.cell_label(&cell), "[25-34]");
+        assert!((cost - 9.0 / 24.0).abs() < 1e-12);
+        // Within one 10-year interval the hierarchy node wins.
+        let span = Span::of(code("31")).with(h, code("38"));
+        let (_, cell) = views.tightest(&span);
+        assert_eq!(col.cell_label(&cell), "[30-39]");
+        assert!(matches!(cell, Cell::Node(_)));
+        assert!(QiViews::build(col, &[]).unwrap().views.len() == 4);
     }
 }

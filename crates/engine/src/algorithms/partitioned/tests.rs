@@ -311,6 +311,10 @@ fn few_distinct_tuples_run_whole_whatever_the_rows() {
         .unwrap()
         .capabilities;
     assert_eq!(kaca.whole_up_to_tuples, KACA_WHOLE_TUPLES);
+    let cover = crate::algorithms::registry::get("cover")
+        .unwrap()
+        .capabilities;
+    assert_eq!(cover.whole_up_to_tuples, COVER_WHOLE_TUPLES);
     let sbc = crate::algorithms::registry::get("sbc")
         .unwrap()
         .capabilities;
