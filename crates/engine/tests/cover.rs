@@ -155,3 +155,30 @@ fn bad_parameters_are_refused() {
         assert!(err.to_string().contains(key), "{key}: {err}");
     }
 }
+
+#[test]
+fn the_release_does_not_depend_on_the_input_row_order() {
+    use arrow::array::UInt32Array;
+    let (mut spec, h) = common::adult_job(&[]);
+    spec.privacy.k = 50;
+    spec.algorithm.name = "cover".into();
+    spec.algorithm.params.clear();
+    let batches = common::adult_batches();
+    let all = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let n = all.num_rows() as u32;
+    let reversed =
+        arrow::compute::take_record_batch(&all, &UInt32Array::from_iter_values((0..n).rev()))
+            .unwrap();
+    let published = |batch: &arrow::array::RecordBatch| {
+        let table = common::encode(&spec, &h, std::slice::from_ref(batch));
+        let out = kanon_engine::anonymize(&spec, &table).unwrap();
+        let p = out.partition;
+        (0..table.n_rows())
+            .map(|r| p.tuple(p.group_of_row()[r] as usize).to_vec())
+            .collect::<Vec<_>>()
+    };
+    let forward = published(&all);
+    let mut backward = published(&reversed);
+    backward.reverse();
+    assert_eq!(forward, backward);
+}

@@ -506,9 +506,10 @@ impl Algorithm for Cover {
             }
             floor = cap;
         }
-        let leftover: Vec<u32> = (0..classes.len() as u32)
+        let mut leftover: Vec<u32> = (0..classes.len() as u32)
             .filter(|&c| group_of_class[c as usize] == FREE)
             .collect();
+        leftover.sort_by_key(|&c| classes.tuple(c as usize));
         let placed = Placement::new(table, &qis, classes, &groups);
         let (groups, placed_rows, suppressed) =
             placed.place(ctx.privacy, leftover, table.active_rows().len())?;
@@ -583,7 +584,9 @@ fn tightest_tuple(
     (cost, cells)
 }
 
-/// Places the classes no box gathered into the groups they widen least.
+/// Places the classes no box gathered into the groups they widen least,
+/// in the order of their QI codes (not of the input rows, so the release
+/// does not depend on the input's row order).
 struct Placement<'a> {
     table: &'a QiTable,
     qis: &'a [QiViews],
