@@ -182,3 +182,20 @@ fn the_release_does_not_depend_on_the_input_row_order() {
     backward.reverse();
     assert_eq!(forward, backward);
 }
+
+#[test]
+fn suppression_is_spent_only_where_it_saves_loss() {
+    let (mut spec, table) = adult(50);
+    let without = kanon_engine::anonymize(&spec, &table).unwrap();
+    spec.privacy.suppression_limit = Some(0.01);
+    let with = kanon_engine::anonymize(&spec, &table).unwrap();
+    let suppressed = with.report.suppressed_rows;
+    // Rows that would widen a group by more than their own cells are
+    // suppressed instead, within the limit (301 rows).
+    assert!(suppressed > 0 && suppressed <= 301, "{suppressed}");
+    assert_eq!(
+        with.details["suppressed_rows"].as_u64().unwrap() as usize,
+        suppressed
+    );
+    assert!(with.report.granularity < without.report.granularity);
+}

@@ -624,62 +624,87 @@ impl<'a> Placement<'a> {
         }
     }
 
+    /// The group class `c` widens least (whose privacy models still accept
+    /// it with `c`), with the widening (granularity times rows), the
+    /// group's spans and its cost per row with `c`.
+    fn best(&self, privacy: &Privacy, c: u32) -> Option<(f64, usize, Vec<Span>, f64)> {
+        let size = self.classes.size(c as usize) as f64;
+        let tuple = self.classes.tuple(c as usize);
+        let mut options: Vec<(f64, usize, Vec<Span>, f64)> = (0..self.groups.len())
+            .map(|g| {
+                let spans: Vec<Span> = self.spans[g]
+                    .iter()
+                    .zip(tuple)
+                    .enumerate()
+                    .map(|(q, (s, &code))| s.with(hierarchy(self.table, q), code))
+                    .collect();
+                let cost: f64 = self
+                    .qis
+                    .iter()
+                    .zip(&spans)
+                    .map(|(v, s)| v.tightest(s).0)
+                    .sum();
+                let n = self.rows[g] as f64;
+                (cost * (n + size) - self.cost[g] * n, g, spans, cost)
+            })
+            .collect();
+        options.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        options.into_iter().find(|(_, g, _, _)| {
+            !privacy.needs_rows() || {
+                let mut members = self.groups[*g].clone();
+                members.push(c);
+                privacy.accepts(ClassView {
+                    table: self.table,
+                    rows: &rows_of(self.classes, &members),
+                })
+            }
+        })
+    }
+
     /// Returns the groups with the leftover classes placed, the rows
-    /// placed, and the rows suppressed (only when no group accepts a class
-    /// and the suppression limit allows).
+    /// placed, and the rows suppressed. Within the suppression limit, a
+    /// class is suppressed instead when no group accepts it or when placing
+    /// it would cost more granularity than suppressing it (1 per cell);
+    /// the classes that would widen their groups most per row come first,
+    /// so the limit is spent where it saves the most loss.
     fn place(
         mut self,
         privacy: &Privacy,
-        leftover: Vec<u32>,
+        mut leftover: Vec<u32>,
         active_rows: usize,
     ) -> Result<(Vec<Vec<u32>>, usize, usize)> {
+        let budget = privacy.max_suppressed(active_rows);
+        let suppressing = self.qis.len() as f64;
+        if budget > 0 {
+            let per_row: Vec<f64> = leftover
+                .iter()
+                .map(|&c| {
+                    self.best(privacy, c).map_or(f64::INFINITY, |b| {
+                        b.0 / self.classes.size(c as usize) as f64
+                    })
+                })
+                .collect();
+            let mut order: Vec<usize> = (0..leftover.len()).collect();
+            order.sort_by(|&a, &b| per_row[b].total_cmp(&per_row[a]));
+            leftover = order.into_iter().map(|i| leftover[i]).collect();
+        }
         let mut placed = 0;
         let mut suppressed = 0;
         for c in leftover {
             let size = self.classes.size(c as usize);
-            let tuple = self.classes.tuple(c as usize);
-            let mut options: Vec<(f64, usize, Vec<Span>, f64)> = (0..self.groups.len())
-                .map(|g| {
-                    let spans: Vec<Span> = self.spans[g]
-                        .iter()
-                        .zip(tuple)
-                        .enumerate()
-                        .map(|(q, (s, &code))| s.with(hierarchy(self.table, q), code))
-                        .collect();
-                    let cost: f64 = self
-                        .qis
-                        .iter()
-                        .zip(&spans)
-                        .map(|(v, s)| v.tightest(s).0)
-                        .sum();
-                    let n = self.rows[g] as f64;
-                    let widening = cost * (n + size as f64) - self.cost[g] * n;
-                    (widening, g, spans, cost)
-                })
-                .collect();
-            options.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            let chosen = options.into_iter().find(|(_, g, _, _)| {
-                !privacy.needs_rows() || {
-                    let mut members = self.groups[*g].clone();
-                    members.push(c);
-                    privacy.accepts(ClassView {
-                        table: self.table,
-                        rows: &rows_of(self.classes, &members),
-                    })
-                }
-            });
-            match chosen {
-                Some((_, g, spans, cost)) => {
+            let may_suppress = suppressed + size <= budget;
+            match self.best(privacy, c) {
+                Some((widening, g, spans, cost))
+                    if !(may_suppress && widening > suppressing * size as f64) =>
+                {
                     self.groups[g].push(c);
                     self.spans[g] = spans;
                     self.cost[g] = cost;
                     self.rows[g] += size as u64;
                     placed += size;
                 }
-                None if suppressed + size <= privacy.max_suppressed(active_rows) => {
-                    suppressed += size;
-                }
-                None => {
+                _ if may_suppress => suppressed += size,
+                _ => {
                     return Err(Error::Unsatisfiable(format!(
                         "`cover` found no group that still satisfies {} with {size} remaining row(s) added, and the suppression limit does not allow suppressing them; raise `privacy.suppression_limit` or choose another algorithm",
                         privacy.describe()
