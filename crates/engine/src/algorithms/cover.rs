@@ -539,6 +539,19 @@ impl Algorithm for Cover {
     }
 }
 
+/// Beyond this many (leftover class, group) pairs, each leftover class
+/// weighs only the [`CANDIDATES`] groups whose cells already cover most of
+/// its values (then the cheapest), instead of every group. Only models
+/// that reject boxes of k rows (l-diversity, t-closeness) leave that many:
+/// the greedy takes the diverse boxes and strands the rows of homogeneous
+/// regions (1M generated rows, l = 2: 36,668 classes for 19,513 groups,
+/// 213 s of algorithm when every group was weighed, 59 s with the
+/// shortlist, granularity 0.03358 against 0.03363).
+const EXACT_PLACEMENT_PAIRS: u64 = 1_000_000;
+
+/// Groups weighed per leftover class beyond [`EXACT_PLACEMENT_PAIRS`].
+const CANDIDATES: usize = 256;
+
 fn rows_of(classes: &EquivalenceClasses, members: &[u32]) -> Vec<u32> {
     members
         .iter()
@@ -595,6 +608,8 @@ struct Placement<'a> {
     spans: Vec<Vec<Span>>,
     cost: Vec<f64>,
     rows: Vec<u64>,
+    /// The leaves each group's cells cover, per QI (`group x QIs`).
+    leaves: Vec<std::ops::Range<u32>>,
 }
 
 impl<'a> Placement<'a> {
@@ -613,6 +628,14 @@ impl<'a> Placement<'a> {
             .iter()
             .map(|m| m.iter().map(|&c| classes.size(c as usize) as u64).sum())
             .collect();
+        let leaves = spans
+            .iter()
+            .flat_map(|s| {
+                s.iter()
+                    .enumerate()
+                    .map(|(q, span)| hierarchy(table, q).leaves(span.lca))
+            })
+            .collect();
         Placement {
             table,
             qis,
@@ -621,16 +644,43 @@ impl<'a> Placement<'a> {
             spans,
             cost,
             rows,
+            leaves,
         }
     }
 
     /// The group class `c` widens least (whose privacy models still accept
     /// it with `c`), with the widening (granularity times rows), the
     /// group's spans and its cost per row with `c`.
-    fn best(&self, privacy: &Privacy, c: u32) -> Option<(f64, usize, Vec<Span>, f64)> {
+    fn best(
+        &self,
+        privacy: &Privacy,
+        c: u32,
+        shortlist: bool,
+    ) -> Option<(f64, usize, Vec<Span>, f64)> {
         let size = self.classes.size(c as usize) as f64;
         let tuple = self.classes.tuple(c as usize);
-        let mut options: Vec<(f64, usize, Vec<Span>, f64)> = (0..self.groups.len())
+        let mut candidates: Vec<usize> = (0..self.groups.len()).collect();
+        if shortlist && candidates.len() > CANDIDATES {
+            let n_qi = tuple.len();
+            let uncovered = |g: usize| {
+                self.leaves[g * n_qi..(g + 1) * n_qi]
+                    .iter()
+                    .zip(tuple)
+                    .filter(|(r, &code)| !r.contains(&code))
+                    .count()
+            };
+            let mut scored: Vec<(usize, f64, usize)> = candidates
+                .par_iter()
+                .map(|&g| (uncovered(g), self.cost[g], g))
+                .collect();
+            let order = |a: &(usize, f64, usize), b: &(usize, f64, usize)| {
+                a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2))
+            };
+            scored.select_nth_unstable_by(CANDIDATES, order);
+            candidates = scored[..CANDIDATES].iter().map(|s| s.2).collect();
+        }
+        let mut options: Vec<(f64, usize, Vec<Span>, f64)> = candidates
+            .into_iter()
             .map(|g| {
                 let spans: Vec<Span> = self.spans[g]
                     .iter()
@@ -675,11 +725,12 @@ impl<'a> Placement<'a> {
     ) -> Result<(Vec<Vec<u32>>, usize, usize)> {
         let budget = privacy.max_suppressed(active_rows);
         let suppressing = self.qis.len() as f64;
+        let shortlist = leftover.len() as u64 * self.groups.len() as u64 > EXACT_PLACEMENT_PAIRS;
         if budget > 0 {
             let per_row: Vec<f64> = leftover
                 .iter()
                 .map(|&c| {
-                    self.best(privacy, c).map_or(f64::INFINITY, |b| {
+                    self.best(privacy, c, shortlist).map_or(f64::INFINITY, |b| {
                         b.0 / self.classes.size(c as usize) as f64
                     })
                 })
@@ -693,11 +744,15 @@ impl<'a> Placement<'a> {
         for c in leftover {
             let size = self.classes.size(c as usize);
             let may_suppress = suppressed + size <= budget;
-            match self.best(privacy, c) {
+            match self.best(privacy, c, shortlist) {
                 Some((widening, g, spans, cost))
                     if !(may_suppress && widening > suppressing * size as f64) =>
                 {
                     self.groups[g].push(c);
+                    let n_qi = spans.len();
+                    for (q, span) in spans.iter().enumerate() {
+                        self.leaves[g * n_qi + q] = hierarchy(self.table, q).leaves(span.lca);
+                    }
                     self.spans[g] = spans;
                     self.cost[g] = cost;
                     self.rows[g] += size as u64;
