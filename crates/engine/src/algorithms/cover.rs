@@ -511,17 +511,26 @@ impl Algorithm for Cover {
             .collect();
         leftover.sort_by_key(|&c| classes.tuple(c as usize));
         let placed = Placement::new(table, &qis, classes, &groups);
-        let (groups, placed_rows, suppressed) =
-            placed.place(ctx.privacy, leftover, table.active_rows().len())?;
+        let Placed {
+            groups,
+            spans,
+            rows: placed_rows,
+            suppressed,
+        } = placed.place(ctx.privacy, leftover, table.active_rows().len())?;
         let mut group_of_row = vec![SUPPRESSED; table.n_rows()];
         let mut tuples = Vec::with_capacity(groups.len());
-        for (g, members) in groups.iter().enumerate() {
+        for (g, (members, spans)) in groups.iter().zip(&spans).enumerate() {
             for &c in members {
                 for &r in classes.rows(c as usize) {
                     group_of_row[r as usize] = g as u32;
                 }
             }
-            tuples.push(tightest_tuple(table, &qis, classes, members).1);
+            tuples.push(
+                qis.iter()
+                    .zip(spans)
+                    .map(|(v, s)| v.tightest(s).1)
+                    .collect(),
+            );
         }
         let n_groups = groups.len();
         Ok(Outcome {
@@ -576,25 +585,15 @@ fn hierarchy(table: &QiTable, q: usize) -> &Hierarchy {
         .expect("QiViews::build checked every QI has a hierarchy")
 }
 
-/// A group's tightest tuple and its cost per row.
-fn tightest_tuple(
-    table: &QiTable,
-    qis: &[QiViews],
-    classes: &EquivalenceClasses,
-    members: &[u32],
-) -> (f64, Vec<Cell>) {
-    let spans = spans_of(table, classes, members);
-    let mut cost = 0.0;
-    let cells = qis
-        .iter()
-        .zip(&spans)
-        .map(|(v, s)| {
-            let (c, cell) = v.tightest(s);
-            cost += c;
-            cell
-        })
-        .collect();
-    (cost, cells)
+/// The groups once the leftover is placed.
+struct Placed {
+    groups: Vec<Vec<u32>>,
+    /// Each group's spans, per QI.
+    spans: Vec<Vec<Span>>,
+    /// Rows placed into existing groups.
+    rows: usize,
+    /// Rows suppressed.
+    suppressed: usize,
 }
 
 /// Places the classes no box gathered into the groups they widen least,
@@ -711,8 +710,8 @@ impl<'a> Placement<'a> {
         })
     }
 
-    /// Returns the groups with the leftover classes placed, the rows
-    /// placed, and the rows suppressed. Within the suppression limit, a
+    /// Returns the groups with the leftover classes placed, their spans,
+    /// the rows placed and the rows suppressed. Within the suppression limit, a
     /// class is suppressed instead when no group accepts it or when placing
     /// it would cost more granularity than suppressing it (1 per cell);
     /// the classes that would widen their groups most per row come first,
@@ -722,7 +721,7 @@ impl<'a> Placement<'a> {
         privacy: &Privacy,
         mut leftover: Vec<u32>,
         active_rows: usize,
-    ) -> Result<(Vec<Vec<u32>>, usize, usize)> {
+    ) -> Result<Placed> {
         let budget = privacy.max_suppressed(active_rows);
         let suppressing = self.qis.len() as f64;
         let shortlist = leftover.len() as u64 * self.groups.len() as u64 > EXACT_PLACEMENT_PAIRS;
@@ -767,7 +766,12 @@ impl<'a> Placement<'a> {
                 }
             }
         }
-        Ok((self.groups, placed, suppressed))
+        Ok(Placed {
+            groups: self.groups,
+            spans: self.spans,
+            rows: placed,
+            suppressed,
+        })
     }
 }
 
