@@ -35,6 +35,7 @@ use crate::encode::{EquivalenceClasses, QiColumn, QiTable};
 use crate::error::{Error, Result};
 use crate::generalise::Cell;
 use crate::hierarchy::{Hierarchy, Level, NodeId};
+use crate::metrics::loss::cell_granularity;
 use crate::partition::{Partition, SUPPRESSED};
 use crate::privacy::{ClassView, Privacy};
 use crate::spec::Kind;
@@ -123,14 +124,6 @@ struct QiViews {
     first_window: usize,
 }
 
-fn granularity(col: &QiColumn, cell: &Cell) -> f64 {
-    let d = col.distinct();
-    if d <= 1 {
-        return 0.0;
-    }
-    (col.covered(cell).max(1) - 1) as f64 / (d - 1) as f64
-}
-
 impl QiViews {
     fn build(col: &QiColumn, widths: &[usize]) -> Result<Self> {
         let h: &Hierarchy = col.hierarchy().ok_or_else(|| {
@@ -144,7 +137,7 @@ impl QiViews {
         })?;
         let leaves = h.leaf_count();
         let node_cost: Vec<f64> = (0..h.node_count() as u32)
-            .map(|n| granularity(col, &Cell::Node(NodeId(n))))
+            .map(|n| cell_granularity(col, &Cell::Node(NodeId(n))))
             .collect();
         let mut views = Vec::new();
         for level in 0..=h.height() {
@@ -191,7 +184,7 @@ impl QiViews {
                             .iter()
                             .map(|&b| ((b + offset) / w) as u32)
                             .collect(),
-                        cost: cells.iter().map(|c| granularity(col, c)).collect(),
+                        cost: cells.iter().map(|c| cell_granularity(col, c)).collect(),
                         cells,
                     });
                 }
@@ -516,7 +509,7 @@ impl Algorithm for Cover {
             spans,
             rows: placed_rows,
             suppressed,
-        } = placed.place(ctx.privacy, leftover, table.active_rows().len())?;
+        } = placed.place(ctx.privacy, leftover, active.len())?;
         let mut group_of_row = vec![SUPPRESSED; table.n_rows()];
         let mut tuples = Vec::with_capacity(groups.len());
         for (g, (members, spans)) in groups.iter().zip(&spans).enumerate() {
