@@ -256,8 +256,7 @@ pub fn release(
         released.push(recoded.batch);
         groups.extend(recoded.groups);
     }
-    let sorted = releaser.release(&released, &groups).unwrap();
-    drop(released);
+    let sorted = releaser.release(released, &groups).unwrap().all().unwrap();
     let verified = releaser.finish(&privacy, &anonymization).unwrap();
     assert_eq!(sorted.num_rows(), verified.published_rows);
     verified

@@ -501,9 +501,9 @@ fn run_engine(
     m.recode_time.add_duration(t.elapsed());
     let t = Instant::now();
     let release = releaser
-        .release(&released, &groups)
+        .release(released, &groups)
+        .and_then(|rows| rows.all())
         .map_err(|e| engine_error(f, e, false))?;
-    drop(released);
     releaser
         .finish(&privacy, &result)
         .map_err(|e| engine_error(f, e, false))?;

@@ -122,9 +122,34 @@ pub fn anonymize_cancellable(
     // Only the algorithm reads the classes: free them (a class per row and
     // every class's rows) before verification and the metrics, which build
     // what they need.
+    let distinct_rows_in = classes.len();
     drop(classes);
-    let t = Instant::now();
-    let verified = verify_partition(table, &outcome.partition, privacy)?;
+    // Verification and the metrics read the partition side by side; the
+    // metrics are dropped if verification fails.
+    let (verified, (report, metrics_time)) = rayon::join(
+        || {
+            let t = Instant::now();
+            (
+                verify_partition(table, &outcome.partition, privacy),
+                t.elapsed(),
+            )
+        },
+        || {
+            let t = Instant::now();
+            let report = metrics::report(
+                table,
+                &outcome.partition,
+                ReportOptions {
+                    k: privacy.class_min_size(),
+                    distinct_rows_in: Some(distinct_rows_in),
+                    ..Default::default()
+                },
+            );
+            (report, t.elapsed())
+        },
+    );
+    let (verified, verify_time) = verified;
+    let verified = verified?;
     if verified.published_rows == 0 && table.n_rows() > 0 {
         return Err(crate::Error::Unsatisfiable(format!(
             "{} would suppress all {} rows and publish an empty release; lower k or l, \
@@ -133,17 +158,8 @@ pub fn anonymize_cancellable(
             table.n_rows()
         )));
     }
-    timings.verify = t.elapsed();
-    let t = Instant::now();
-    let report = metrics::report(
-        table,
-        &outcome.partition,
-        ReportOptions {
-            k: privacy.class_min_size(),
-            ..Default::default()
-        },
-    );
-    timings.metrics = t.elapsed();
+    timings.verify = verify_time;
+    timings.metrics = metrics_time;
     Ok(Anonymization {
         algorithm: algorithm.name().to_string(),
         partition: outcome.partition,

@@ -27,7 +27,7 @@ use crate::algorithms::partitioned::BlockExecutor;
 use crate::cancel::Cancellation;
 use crate::encode::QiTable;
 use crate::error::{Error, Result};
-use crate::order::{Buckets, ReleaseOrder};
+use crate::order::{Buckets, Ordered, ReleaseOrder};
 use crate::partition::SUPPRESSED;
 use crate::pipeline::{anonymize_cancellable, Anonymization};
 use crate::privacy::Privacy;
@@ -126,6 +126,23 @@ impl Releaser {
         self.buckets.ranges().len()
     }
 
+    /// Published rows of every bucket.
+    pub fn bucket_rows(&self) -> Vec<u64> {
+        self.buckets
+            .ranges()
+            .iter()
+            .map(|r| self.order.rows_of(r.clone()))
+            .collect()
+    }
+
+    /// The bucket of every group (the rows of group `g` go to bucket
+    /// `[g]`).
+    pub fn bucket_of_groups(&self) -> Vec<usize> {
+        (0..self.order.n_groups() as u32)
+            .map(|g| self.bucket_of(g))
+            .collect()
+    }
+
     /// The bucket that the rows of `group` belong to.
     pub fn bucket_of(&self, group: u32) -> usize {
         self.buckets.of(self.order.rank(group))
@@ -166,16 +183,25 @@ impl Releaser {
     }
 
     /// The rows of one bucket (every released row whose group is in it, any
-    /// order) in release order, as one batch, after adding them to the
-    /// check by labels. Buckets must be released in bucket order.
+    /// order) in release order, taken chunk by chunk
+    /// ([`ReleasedRows::next_chunk`]), each chunk added to the check by
+    /// labels as it is taken. Buckets must be released in bucket order, and
+    /// every chunk taken before the next bucket: rows not taken are missing
+    /// from the check, and [`Releaser::finish`] then fails.
     ///
     /// # Errors
-    /// Arrow failures; [`Error::Data`] for a null QI label (never in a
-    /// release).
-    pub fn release(&mut self, batches: &[RecordBatch], groups: &[u32]) -> Result<RecordBatch> {
-        let sorted = self.order.sort(&self.schema, batches, groups)?;
-        self.verifier.push(&sorted)?;
-        Ok(sorted)
+    /// Arrow failures.
+    pub fn release(
+        &mut self,
+        batches: Vec<RecordBatch>,
+        groups: &[u32],
+    ) -> Result<ReleasedRows<'_>> {
+        let ordered = self.order.order(&self.schema, batches, groups)?;
+        Ok(ReleasedRows {
+            ordered,
+            verifier: &mut self.verifier,
+            taken: 0,
+        })
     }
 
     /// Verifies the whole release by its labels against `privacy`, and that
@@ -218,6 +244,50 @@ impl Releaser {
             )));
         }
         Ok((checked, table))
+    }
+}
+
+/// The rows of one bucket in release order ([`Releaser::release`]).
+#[derive(Debug)]
+pub struct ReleasedRows<'a> {
+    ordered: Ordered,
+    verifier: &'a mut ReleaseVerifier,
+    taken: usize,
+}
+
+impl ReleasedRows<'_> {
+    /// Rows not taken yet.
+    pub fn remaining(&self) -> usize {
+        self.ordered.num_rows() - self.taken
+    }
+
+    /// The next `len` rows (fewer at the end) in release order, as one
+    /// batch, added to the check by labels; `None` once every row was
+    /// taken.
+    ///
+    /// # Errors
+    /// Arrow failures; [`Error::Data`] for a null QI label (never in a
+    /// release).
+    pub fn next_chunk(&mut self, len: usize) -> Result<Option<RecordBatch>> {
+        let len = len.min(self.remaining());
+        if len == 0 {
+            return Ok(None);
+        }
+        let chunk = self.ordered.chunk(self.taken, len)?;
+        self.verifier.push(&chunk)?;
+        self.taken += len;
+        Ok(Some(chunk))
+    }
+
+    /// Every remaining row, as one batch.
+    ///
+    /// # Errors
+    /// As [`ReleasedRows::next_chunk`].
+    pub fn all(mut self) -> Result<RecordBatch> {
+        let schema = self.ordered.schema().clone();
+        Ok(self
+            .next_chunk(self.remaining())?
+            .unwrap_or_else(|| RecordBatch::new_empty(schema)))
     }
 }
 

@@ -83,7 +83,15 @@ fn example_1_kaca_table_1() {
         .map(|(c, cell)| c.cell_label(cell))
         .collect();
     assert_eq!(labels, ["*", "young", "435*"]);
-    let r = report(&t, &p, ReportOptions { k: 2, beta: 1.0 });
+    let r = report(
+        &t,
+        &p,
+        ReportOptions {
+            k: 2,
+            beta: 1.0,
+            ..Default::default()
+        },
+    );
     assert!(
         (r.distortion - 2.5).abs() < 1e-12,
         "table distortion {}",

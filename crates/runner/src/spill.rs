@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use arrow::array::{Array, RecordBatch, UInt32Array};
-use arrow::compute::take_record_batch;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -89,20 +88,9 @@ impl Spill {
         groups: &[u32],
         bucket_of: impl Fn(u32) -> usize,
     ) -> Result<()> {
-        let buckets: Vec<usize> = groups.iter().map(|&g| bucket_of(g)).collect();
-        // Rows grouped by bucket, input order kept inside a bucket (it is
-        // sorted away later): one take, then a slice per bucket.
-        let mut idx: Vec<u32> = (0..groups.len() as u32).collect();
-        idx.sort_by_key(|&i| buckets[i as usize]);
-        let grouped = take_record_batch(batch, &UInt32Array::from(idx.clone()))?;
-        let mut start = 0;
-        while start < idx.len() {
-            let b = buckets[idx[start] as usize];
-            let end = start + idx[start..].partition_point(|&i| buckets[i as usize] == b);
-            let mut cols = grouped.slice(start, end - start).columns().to_vec();
-            cols.push(Arc::new(UInt32Array::from_iter_values(
-                idx[start..end].iter().map(|&i| groups[i as usize]),
-            )));
+        for (b, rows, g) in crate::anonymize::by_bucket(batch, groups, bucket_of)? {
+            let mut cols = rows.columns().to_vec();
+            cols.push(Arc::new(UInt32Array::from(g)));
             let part = RecordBatch::try_new(self.schema.clone(), cols)?;
             let path = self.path(b);
             let w = match &mut self.writers[b] {
@@ -119,7 +107,6 @@ impl Spill {
             };
             w.write(&part)
                 .with_context(|| format!("cannot write spill file {}", path.display()))?;
-            start = end;
         }
         Ok(())
     }
@@ -138,7 +125,9 @@ impl Spill {
             .with_context(|| format!("cannot write spill file {}", path.display()))?;
         let f = File::open(&path)
             .with_context(|| format!("cannot read spill file {}", path.display()))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f)?
+            .with_batch_size(crate::dataset::BATCH_ROWS)
+            .build()?;
         let mut batches = Vec::new();
         let mut groups = Vec::new();
         let group_col = self.release_schema.fields().len();

@@ -308,7 +308,10 @@ fn row_position_carries_no_input_position() {
     let input = adult_with_positions(dir.path());
     let with_id = |t: String| t + "\n[[attributes]]\nname = \"id\"\nrole = \"insensitive\"\n";
     let spill_dir = tempfile::tempdir().unwrap();
-    let release = |k: u32, buffer_rows: u64, name: &str| {
+    // `buffer`: the release held in memory (pass 1 keeps the input's
+    // batches), or a budget so small that pass 2 reads the input again and
+    // spills buckets of `buffer_rows` rows.
+    let release = |k: u32, buffer_rows: u64, buffer: &str, name: &str| {
         let job = adult_job(dir.path(), |t| {
             with_id(t).replace("\nk = 10\n", &format!("\nk = {k}\n"))
         });
@@ -321,12 +324,13 @@ fn row_position_carries_no_input_position() {
             .arg(&input)
             .arg("-o")
             .arg(&out)
-            .args(["--set", &format!("output.buffer_rows={buffer_rows}")]));
+            .args(["--set", &format!("output.buffer_rows={buffer_rows}")])
+            .args(["--set", &format!("output.buffer_memory={buffer:?}")]));
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
         out
     };
-    let a = release(10, 2_000_000, "a.parquet");
-    let b = release(20, 2_000_000, "b.parquet");
+    let a = release(10, 2_000_000, "2GB", "a.parquet");
+    let b = release(20, 2_000_000, "2GB", "b.parquet");
     let (ia, ib) = (ids(&a), ids(&b));
     let n = ia.len();
     assert_eq!(n, 30162);
@@ -344,10 +348,11 @@ fn row_position_carries_no_input_position() {
     let var: f64 = (0..n).map(|i| (i as f64 - mean).powi(2)).sum();
     let rho = cov / var;
     assert!(rho.abs() < 0.05, "Spearman correlation {rho}");
-    // Same job, same seed: the same bytes; a small sort buffer (buckets of
-    // classes spilled to TMPDIR) writes the very same file and leaves
-    // nothing behind, and removes a spill directory a killed job left.
-    let again = release(10, 2_000_000, "a2.parquet");
+    // Same job, same seed: the same bytes; a small buffer (buckets of
+    // classes spilled to TMPDIR) writes the very same file as the same
+    // buckets held in memory, leaves nothing behind, and removes a spill
+    // directory a killed job left.
+    let again = release(10, 2_000_000, "2GB", "a2.parquet");
     assert!(std::fs::read(&a).unwrap() == std::fs::read(&again).unwrap());
     let stale = spill_dir.path().join(".kanon-spill-00000000-1-x");
     std::fs::create_dir(&stale).unwrap();
@@ -355,8 +360,15 @@ fn row_position_carries_no_input_position() {
         .unwrap()
         .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 86_400))
         .unwrap();
-    let bucketed = release(10, 1000, "a3.parquet");
-    assert!(std::fs::read(&a).unwrap() == std::fs::read(&bucketed).unwrap());
+    let bucketed = release(10, 1000, "1KB", "a3.parquet");
+    let in_memory = release(10, 1000, "2GB", "a4.parquet");
+    assert!(std::fs::read(&in_memory).unwrap() == std::fs::read(&bucketed).unwrap());
+    // Held through pass 1 (the input's batches fit) but spilled in pass 2.
+    let held_then_spilled = release(10, 1000, "1MB", "a5.parquet");
+    assert!(std::fs::read(&in_memory).unwrap() == std::fs::read(&held_then_spilled).unwrap());
+    // Smaller buckets write smaller batches (other pages), never other
+    // rows in another order.
+    assert_eq!(ids(&bucketed), ia);
     assert!(
         ls(spill_dir.path()).is_empty(),
         "{:?}",

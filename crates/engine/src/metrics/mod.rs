@@ -127,11 +127,18 @@ pub struct ReportOptions {
     pub k: usize,
     /// beta of the height weights.
     pub beta: f64,
+    /// Distinct QI tuples of the input, when the caller counted them
+    /// already (counted again otherwise).
+    pub distinct_rows_in: Option<usize>,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { k: 2, beta: 1.0 }
+        ReportOptions {
+            k: 2,
+            beta: 1.0,
+            distinct_rows_in: None,
+        }
     }
 }
 
@@ -189,7 +196,9 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
         })
         .sum::<f64>()
         + (suppressed * n) as f64;
-    let distinct_in = EquivalenceClasses::of(table).len();
+    let distinct_in = options
+        .distinct_rows_in
+        .unwrap_or_else(|| EquivalenceClasses::of(table).len());
     let uncertainty_loss = (0..partition.n_groups())
         .map(|g| {
             group_sizes[g] as f64

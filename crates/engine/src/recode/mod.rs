@@ -59,6 +59,57 @@ pub fn release_schema(spec: &JobSpec, input: &Schema) -> SchemaRef {
     recoder.output_schema(input)
 }
 
+/// The input columns whose values a release never reads: the QIs (published
+/// as their class's labels, recoded from the partition alone) and the
+/// dropped columns. A front end that keeps input batches until they are
+/// recoded may replace these by [`unread_placeholder`]s.
+pub fn unread_columns(spec: &JobSpec, input: &Schema) -> Vec<usize> {
+    let dropped = Dropped::of(spec);
+    input
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            dropped.contains(f.name()) || spec.quasi_identifiers().any(|a| &a.name == f.name())
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// `batch` with its `unread` columns ([`unread_columns`]) replaced by
+/// all-null columns of type `Null` (no memory), keeping their names and
+/// metadata: [`Recoder::recode`] releases the same rows from it.
+///
+/// # Errors
+/// Arrow failures.
+pub fn unread_placeholder(batch: &RecordBatch, unread: &[usize]) -> Result<RecordBatch> {
+    if unread.is_empty() {
+        return Ok(batch.clone());
+    }
+    let schema = batch.schema();
+    let mut fields: Vec<Field> = Vec::with_capacity(schema.fields().len());
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for (i, (f, c)) in schema.fields().iter().zip(batch.columns()).enumerate() {
+        if unread.contains(&i) {
+            fields.push(
+                Field::new(f.name(), DataType::Null, true).with_metadata(f.metadata().clone()),
+            );
+            columns.push(arrow::array::new_null_array(
+                &DataType::Null,
+                batch.num_rows(),
+            ));
+        } else {
+            fields.push(f.as_ref().clone());
+            columns.push(c.clone());
+        }
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
 /// The pseudonymised columns of a job.
 fn pseudonymised_columns(spec: &JobSpec) -> Vec<String> {
     spec.attributes
@@ -333,6 +384,7 @@ impl Recoder {
             })
             .collect();
         crate::order::ReleaseOrder::new(&self.group_of_row, &label_of_group, seed)
+            .with_class_columns(self.labels.iter().map(|l| l.name.clone()).collect())
     }
 }
 

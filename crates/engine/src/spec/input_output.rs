@@ -71,9 +71,19 @@ pub struct OutputSpec {
     /// Replace an existing release, like `--overwrite`; default false.
     #[serde(default)]
     pub overwrite: Option<bool>,
-    /// Released rows sorted in memory at once (the release order is derived
-    /// from the classes, not the input); a larger release is written in
-    /// buckets, reading the input once per bucket. Default 2000000.
+    /// Memory for putting the release in order (the order is derived from
+    /// the classes, not the input), as a size such as `"2GB"`: a release
+    /// whose rows (as Arrow arrays) fit is ordered in memory; a larger one
+    /// is spilled to `TMPDIR` in buckets of `buffer_rows` rows, each ordered
+    /// in memory. Default 2 GiB. The bytes of the release are the same
+    /// either way.
+    #[serde(default)]
+    pub buffer_memory: Option<String>,
+    /// Released rows per spilled bucket when the release does not fit in
+    /// `buffer_memory`. Default 2000000. The release is ordered and written
+    /// in buckets of at most 65536 rows (of at most this many, when
+    /// smaller), whether held or spilled: a smaller value writes smaller
+    /// batches (other Parquet pages), the same rows in the same order.
     #[serde(default)]
     pub buffer_rows: Option<u64>,
 }

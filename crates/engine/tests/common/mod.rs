@@ -67,7 +67,7 @@ pub fn release(
             )?);
             groups.extend(keep.iter().map(|&i| g[i as usize]));
         }
-        out.push(releaser.release(&batches, &groups)?);
+        out.push(releaser.release(batches, &groups)?.all()?);
     }
     let schema = releaser.schema().clone();
     releaser.finish(&privacy, &anonymization)?;

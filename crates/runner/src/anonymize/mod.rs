@@ -22,7 +22,10 @@
 //! and the process's peak RSS, in total and per input row, and
 //! `--metrics-json` records them under `memory`.
 
+mod buffer;
 mod report;
+
+pub(crate) use buffer::by_bucket;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -52,11 +55,22 @@ use crate::spill::Spill;
 use crate::storage::{Location, Storage};
 use crate::verify::Checked;
 use crate::JobArgs;
+use buffer::{Buffer, Parts};
+use rayon::prelude::*;
 
-/// Rows of the release sorted in memory at once (`output.buffer_rows`).
+/// Rows of a spilled bucket, sorted in memory at once (`output.buffer_rows`).
 const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
 
-/// Rows per batch handed to the release writer.
+/// Bytes of released rows held in memory before pass 2 spills
+/// (`output.buffer_memory`).
+const DEFAULT_BUFFER_BYTES: u64 = 2 << 30;
+
+/// Recoded batches partitioned by bucket at once, on every core.
+const PARTITION_WINDOW: usize = 8;
+
+/// Rows per batch handed to the release writer, at most: a bucket's rows
+/// (about `buffer::SORT_ROWS`) go in batches of their own, and the buckets
+/// are the same whatever the memory, so the file's bytes are too.
 const WRITE_ROWS: usize = 65_536;
 
 /// Arguments of `kanon anonymize`.
@@ -149,6 +163,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let t = Instant::now();
     let PassOne {
         dataset,
+        held,
         qi,
         rows_in,
         fingerprint,
@@ -179,7 +194,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let metadata = options.metadata.clone();
     let delta_version = dataset.delta_version;
     let (writer, release_check, labels) = pass_two(
-        &plan, &dataset, rows_in, recoder, options, &privacy, &result, want_risk, ui,
+        &plan, &dataset, held, rows_in, recoder, options, &privacy, &result, want_risk, ui,
     )?;
     let after = labels
         .map(|t| crate::report::release_view(&plan.job, &t))
@@ -398,6 +413,27 @@ impl Plan {
         })
     }
 
+    /// `output.buffer_memory`: the bytes of rows pass 2 holds in memory.
+    fn buffer_memory(&self) -> Result<u64> {
+        match &self.job.spec.output.buffer_memory {
+            Some(s) => parse_size("output.buffer_memory", s),
+            None => Ok(DEFAULT_BUFFER_BYTES),
+        }
+    }
+
+    /// Whether pass 1 keeps the input's batches for pass 2 (and within
+    /// which budget): when the columns the release reads from the input
+    /// (all but `unread`) likely fit in `output.buffer_memory`, reading
+    /// every column once costs less than reading the QI columns, then every
+    /// column again. The estimate (twice the Parquet data's uncompressed
+    /// size, or twice the CSV bytes) only chooses; pass 1 stops holding
+    /// when the batches outgrow the budget.
+    fn hold(&self, dataset: &Dataset, unread: &[usize]) -> Option<u64> {
+        let budget = self.buffer_memory().ok()?;
+        let estimate = dataset.uncompressed_bytes(unread).unwrap_or(dataset.bytes);
+        (estimate.saturating_mul(2) <= budget).then_some(budget)
+    }
+
     /// `e` of the engine, with the job's settings that decide whether a
     /// release is possible.
     fn unsatisfiable(&self, e: Error) -> anyhow::Error {
@@ -431,6 +467,9 @@ impl Plan {
 /// Pass 1: the QI and sensitive columns only, encoded.
 struct PassOne {
     dataset: Dataset,
+    /// The input's batches, its QI and dropped columns left out, when they
+    /// fit in `output.buffer_memory`: pass 2 then does not read it again.
+    held: Option<Vec<RecordBatch>>,
     qi: QiTable,
     rows_in: u64,
     fingerprint: Option<String>,
@@ -454,19 +493,43 @@ impl PassOne {
                 .map(|e| encoder = Some(e)),
         )?;
         let mut encoder = encoder.expect("encoder");
-        let projection = dataset.projection(&working_columns(spec));
+        let unread = kanon_engine::recode::unread_columns(spec, &dataset.schema);
+        let mut held = plan.hold(&dataset, &unread).map(|budget| Held {
+            budget,
+            batches: Vec::new(),
+            bytes: 0,
+        });
+        let projection = match held {
+            Some(_) => None,
+            None => Some(dataset.projection(&working_columns(spec))),
+        };
         let bar = ui.bar("pass 1/2", dataset.rows);
-        let mut scan = dataset.scan(&plan.storage, Some(projection), true);
-        for batch in scan.by_ref() {
-            check_interrupt()?;
-            let batch = batch?;
-            fits(encoder.push(&batch))?;
-            bar.inc(batch.num_rows() as u64);
-        }
+        let (read, rows_in, csv_hash) =
+            dataset.with_read_ahead(&plan.storage, projection, true, |batches| -> Result<()> {
+                for batch in batches {
+                    check_interrupt()?;
+                    let batch = batch?;
+                    fits(encoder.push(&batch))?;
+                    bar.inc(batch.num_rows() as u64);
+                    if let Some(h) = &mut held {
+                        let kept = kanon_engine::recode::unread_placeholder(&batch, &unread)?;
+                        h.bytes += kept.get_array_memory_size() as u64;
+                        h.batches.push(kept);
+                        if h.bytes > h.budget {
+                            tracing::info!(
+                                held_bytes = h.bytes,
+                                buffer_memory = h.budget,
+                                "the input outgrows output.buffer_memory: pass 2 reads it again"
+                            );
+                            held = None;
+                        }
+                    }
+                }
+                Ok(())
+            });
+        read?;
         bar.finish_and_clear();
-        let rows_in = scan.rows();
-        let fingerprint = dataset.fingerprint(scan.csv_hash());
-        drop(scan);
+        let fingerprint = dataset.fingerprint(csv_hash);
         if rows_in == 0 {
             return Err(Failure::bad_input(format!(
                 "input {input} has no rows: there is nothing to anonymise"
@@ -483,12 +546,20 @@ impl PassOne {
         );
         Ok(PassOne {
             dataset,
+            held: held.map(|h| h.batches),
             qi,
             rows_in,
             fingerprint,
             read_s,
         })
     }
+}
+
+/// Input batches held through pass 1 within a budget of bytes.
+struct Held {
+    budget: u64,
+    batches: Vec<RecordBatch>,
+    bytes: u64,
 }
 
 /// The job's algorithm on the encoded table, its partition verified, under
@@ -541,13 +612,16 @@ fn anonymise(
 /// checked by its published labels and written (not yet committed).
 ///
 /// Rows are written class by class in a seeded order, never in input order
-/// (kanon_engine::order). A release larger than the buffer is spilled to
-/// disk in buckets of classes (crate::spill), each sorted in memory: one
-/// scan of the input, bounded memory, the same bytes.
+/// (kanon_engine::order). A release that fits in `output.buffer_memory` is
+/// ordered in memory; a larger one is spilled to disk in buckets of classes
+/// (crate::spill) from the moment it outgrows the buffer, and each bucket
+/// is ordered in memory: one scan of the input, bounded memory, the same
+/// bytes.
 #[allow(clippy::too_many_arguments)]
 fn pass_two<'p>(
     plan: &'p Plan,
     dataset: &Dataset,
+    held_input: Option<Vec<RecordBatch>>,
     rows_in: u64,
     recoder: kanon_engine::recode::Recoder,
     options: ReleaseOptions,
@@ -557,11 +631,13 @@ fn pass_two<'p>(
     ui: &Ui,
 ) -> Result<(ReleaseWriter<'p>, Verified, Option<QiTable>)> {
     let spec = &plan.job.spec;
+    let budget = plan.buffer_memory()?;
+    let buffer_rows = spec.output.buffer_rows.unwrap_or(DEFAULT_BUFFER_ROWS);
     let mut releaser = Releaser::new(
         spec,
         recoder,
         &dataset.schema,
-        spec.output.buffer_rows.unwrap_or(DEFAULT_BUFFER_ROWS),
+        buffer::SORT_ROWS.min(buffer_rows),
     )
     .context("cannot check the release")?;
     let out_schema = releaser.schema().clone();
@@ -573,14 +649,47 @@ fn pass_two<'p>(
     };
     let mut writer =
         ReleaseWriter::create(&plan.storage, destination, out_schema.clone(), options)?;
-    let mut spill = match releaser.n_buckets() {
-        1 => None,
-        n => Some(Spill::create(&out_schema, n)?),
-    };
-    let mut kept: Vec<RecordBatch> = Vec::new();
-    let mut kept_groups: Vec<u32> = Vec::new();
+    let sort_rows = releaser.bucket_rows();
+    let spill_bucket = spill_buckets(&sort_rows, buffer_rows);
+    let n_spilled = spill_bucket.last().map_or(0, |&b| b + 1);
+    let mut held = Buffer::new(&out_schema, sort_rows.len());
+    let mut spill: Option<Spill> = None;
     let bar = ui.bar("pass 2/2", Some(rows_in));
-    dataset.with_read_ahead(&plan.storage, |batches| -> Result<()> {
+    let bucket_of = releaser.bucket_of_groups();
+    // Batches are recoded in order, then partitioned by bucket a window at
+    // a time on every core, then buffered or spilled in order.
+    let mut window: Vec<(RecordBatch, Vec<u32>)> = Vec::with_capacity(PARTITION_WINDOW);
+    let mut flush = |window: &mut Vec<(RecordBatch, Vec<u32>)>| -> Result<()> {
+        if spill.is_none() {
+            let parts = window
+                .par_iter()
+                .map(|(rows, g)| Parts::of(rows, g, |g| bucket_of[g as usize]))
+                .collect::<Result<Vec<_>>>()?;
+            for p in parts {
+                held.add(p)?;
+            }
+            if held.bytes() > budget && n_spilled > 1 {
+                tracing::info!(
+                    held_bytes = held.bytes(),
+                    buffer_memory = budget,
+                    buckets = n_spilled,
+                    "the release outgrows output.buffer_memory: spilling it in buckets"
+                );
+                let mut s = Spill::create(&out_schema, n_spilled)?;
+                for (b, rows, g) in held.drain() {
+                    s.push(&rows, &g, |_| spill_bucket[b])?;
+                }
+                spill = Some(s);
+            }
+        } else if let Some(spill) = &mut spill {
+            for (rows, g) in window.iter() {
+                spill.push(rows, g, |g| spill_bucket[bucket_of[g as usize]])?;
+            }
+        }
+        window.clear();
+        Ok(())
+    };
+    let mut recode_all = |batches: &mut dyn Iterator<Item = Result<RecordBatch>>| -> Result<()> {
         for batch in batches {
             check_interrupt()?;
             let batch = batch?;
@@ -592,51 +701,103 @@ fn pass_two<'p>(
                 batch: released,
                 groups,
             } = releaser.recode(&batch)?;
-            match &mut spill {
-                None => {
-                    kept_groups.extend(groups);
-                    kept.push(released);
-                }
-                Some(spill) => spill.push(&released, &groups, |g| releaser.bucket_of(g))?,
+            window.push((released, groups));
+            if window.len() == PARTITION_WINDOW {
+                flush(&mut window)?;
             }
             bar.inc(n as u64);
         }
-        Ok(())
-    })?;
+        flush(&mut window)
+    };
+    match held_input {
+        Some(batches) => recode_all(&mut batches.into_iter().map(Ok))?,
+        None => {
+            dataset
+                .with_read_ahead(&plan.storage, None, false, recode_all)
+                .0?
+        }
+    }
     if releaser.rows_recoded() as u64 != rows_in {
         return Err(changed(&plan.input, rows_in, releaser.rows_recoded()));
     }
-    let mut pending: Vec<RecordBatch> = Vec::new();
-    let mut pending_rows = 0usize;
-    for bucket in 0..releaser.n_buckets() {
-        check_interrupt()?;
-        if let Some(spill) = &mut spill {
-            (kept, kept_groups) = spill.take(bucket)?;
-        }
-        let sorted = releaser.release(&kept, &kept_groups)?;
-        kept.clear();
-        // The writer sees the same batches whatever the buckets: its pages
-        // and so the file's bytes do not depend on the buffer size.
-        pending_rows += sorted.num_rows();
-        pending.push(sorted);
-        while pending_rows >= WRITE_ROWS {
-            let all = arrow::compute::concat_batches(&out_schema, &pending)?;
-            writer.write(&all.slice(0, WRITE_ROWS))?;
-            pending_rows -= WRITE_ROWS;
-            pending = vec![all.slice(WRITE_ROWS, pending_rows)];
-        }
-    }
-    if pending_rows > 0 {
-        writer.write(&arrow::compute::concat_batches(&out_schema, &pending)?)?;
-    }
+    // The writer sees each bucket's rows in batches of their own: the
+    // buckets, and so the file's pages and bytes, are the same whether the
+    // release was held in memory or spilled. Ordering and gathering the next rows overlaps encoding the last ones:
+    // a thread writes while this one produces.
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+        let writer = &mut writer;
+        let writing = scope.spawn(move || -> Result<()> {
+            for batch in rx {
+                writer.write(&batch)?;
+            }
+            Ok(())
+        });
+        let produced = (|| -> Result<()> {
+            let mut next_spilled = 0;
+            for (b, &spilled_in) in spill_bucket.iter().enumerate() {
+                check_interrupt()?;
+                if let Some(spill) = &mut spill {
+                    // A spilled bucket is read back whole and partitioned again.
+                    if spilled_in == next_spilled {
+                        let (batches, groups) = spill.take(next_spilled)?;
+                        let mut at = 0;
+                        for rows in batches {
+                            let g = &groups[at..at + rows.num_rows()];
+                            at += rows.num_rows();
+                            held.push(&rows, g, |g| bucket_of[g as usize])?;
+                        }
+                        next_spilled += 1;
+                    }
+                }
+                let (batches, groups) = held.take(b)?;
+                let mut rows = releaser.release(batches, &groups)?;
+                drop(groups);
+                while let Some(chunk) = rows.next_chunk(WRITE_ROWS)? {
+                    if tx.send(chunk).is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            Ok(())
+        })();
+        drop(tx);
+        let written = writing.join().unwrap_or_else(|_| {
+            Err(anyhow::anyhow!(
+                "the release writer failed (a bug in kanon); nothing was written"
+            ))
+        });
+        written.and(produced)
+    })?;
     drop(spill);
     bar.finish_and_clear();
     // The report and the metrics read the labels the verifier encoded.
-    let (release_check, labels) = releaser
-        .finish_with_labels(privacy, result)
-        .context("the recoded release failed verification; nothing was written")?;
-    writer.close()?;
+    // The file's footer is written while the labels are checked; the
+    // release is committed only after both.
+    let (checked, closed) = rayon::join(
+        || releaser.finish_with_labels(privacy, result),
+        || writer.close(),
+    );
+    let (release_check, labels) =
+        checked.context("the recoded release failed verification; nothing was written")?;
+    closed?;
     Ok((writer, release_check, report.then_some(labels)))
+}
+
+/// The spilled bucket of every bucket sorted at once: consecutive buckets
+/// of at most `max_rows` rows together (a larger bucket alone).
+fn spill_buckets(sort_rows: &[u64], max_rows: u64) -> Vec<usize> {
+    let mut out = Vec::with_capacity(sort_rows.len());
+    let (mut bucket, mut rows) = (0usize, 0u64);
+    for &n in sort_rows {
+        if rows > 0 && rows + n > max_rows.max(1) {
+            bucket += 1;
+            rows = 0;
+        }
+        rows += n;
+        out.push(bucket);
+    }
+    out
 }
 
 fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {

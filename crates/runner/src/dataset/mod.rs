@@ -104,6 +104,32 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// The uncompressed size of the Parquet data of every column but
+    /// `except` (indices into [`Dataset::schema`]), from the files' footers;
+    /// `None` for CSV.
+    pub fn uncompressed_bytes(&self, except: &[usize]) -> Option<u64> {
+        if self.format != Format::Parquet {
+            return None;
+        }
+        let skipped: Vec<&str> = except
+            .iter()
+            .map(|&i| self.schema.field(i).name().as_str())
+            .collect();
+        let mut total = 0u64;
+        for f in &self.files {
+            let md = f.parquet.as_ref()?.metadata();
+            for rg in md.row_groups() {
+                for c in rg.columns() {
+                    let top = c.column_path().parts().first().map(String::as_str);
+                    if !top.is_some_and(|t| skipped.contains(&t)) {
+                        total += c.uncompressed_size().max(0) as u64;
+                    }
+                }
+            }
+        }
+        Some(total)
+    }
+
     /// The number of files.
     pub fn n_files(&self) -> usize {
         self.files.len()

@@ -28,27 +28,35 @@ use crate::storage::{Location, Storage};
 const READ_AHEAD_BATCHES: usize = 4;
 
 impl Dataset {
-    /// Runs `consume` on the dataset's batches (every column, in scan
-    /// order) while a second thread reads and decodes the next ones, so
-    /// that decoding runs on one core while `consume` recodes and writes on
-    /// another (pass 2 of `kanon anonymize`). When `consume` returns early
-    /// (an error, an interrupt), the reader stops after the batch it is
-    /// decoding; nothing outlives the call.
+    /// Runs `consume` on the dataset's batches (projected to `projection`,
+    /// or every column, in scan order) while a second thread reads and
+    /// decodes the next ones, so that decoding runs on one core while
+    /// `consume` works on another. When `consume` returns early (an error,
+    /// an interrupt), the reader stops after the batch it is decoding;
+    /// nothing outlives the call. Returns what `consume` returned, the rows
+    /// read and, with `fingerprint`, the hash of the CSV bytes read (see
+    /// [`Dataset::scan`]).
     pub fn with_read_ahead<T>(
         &self,
         storage: &Storage,
+        projection: Option<Vec<usize>>,
+        fingerprint: bool,
         consume: impl FnOnce(&mut dyn Iterator<Item = Result<RecordBatch>>) -> T,
-    ) -> T {
+    ) -> (T, u64, Option<[u8; 32]>) {
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_BATCHES);
-            s.spawn(move || {
-                for batch in self.scan(storage, None, false) {
+            let reader = s.spawn(move || {
+                let mut scan = self.scan(storage, projection, fingerprint);
+                for batch in scan.by_ref() {
                     if tx.send(batch).is_err() {
                         break;
                     }
                 }
+                (scan.rows(), scan.csv_hash())
             });
-            consume(&mut rx.into_iter())
+            let consumed = consume(&mut rx.into_iter());
+            let (rows, hash) = reader.join().unwrap_or((0, None));
+            (consumed, rows, hash)
         })
     }
 
