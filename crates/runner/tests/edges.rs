@@ -557,6 +557,82 @@ fn signals_and_the_time_limit_stop_the_algorithm_promptly() {
     assert_eq!(ls(dir.path()), vec!["job.toml"]);
 }
 
+/// Local Parquet row groups are decoded by two threads side by side: the
+/// rows must still reach both passes in input order, so that every released
+/// row carries its own labels. Two files of 1,000-row groups, the input held
+/// from pass 1 or read again in pass 2: every published `sex` that is not
+/// generalised is the row's own (looked up by `id`), and the release is the
+/// one the single-group file gives.
+#[test]
+fn row_groups_read_side_by_side_keep_every_row_with_its_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = adult_with_positions(dir.path());
+    let t = read_parquet(&whole);
+    let parts = dir.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    let props = || {
+        parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1000))
+            .build()
+    };
+    let half = t.num_rows() / 2;
+    write_parquet_with(&parts.join("a.parquet"), &[t.slice(0, half)], Some(props()));
+    write_parquet_with(
+        &parts.join("b.parquet"),
+        &[t.slice(half, t.num_rows() - half)],
+        Some(props()),
+    );
+    let job = adult_job(dir.path(), |t| {
+        t + "\n[[attributes]]\nname = \"id\"\nrole = \"insensitive\"\n"
+    });
+    let sex_of: Vec<String> = {
+        let s = t
+            .column_by_name("sex")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        (0..s.len()).map(|i| s.value(i).to_string()).collect()
+    };
+    let release = |input: &std::path::Path, memory: &str, name: &str| {
+        let out = dir.path().join(name);
+        let o = run(anonymize_cmd(&job, input, &out)
+            .args(["--set", &format!("output.buffer_memory={memory:?}")]));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        out
+    };
+    let reference = read_parquet(&release(&whole, "2GB", "whole.parquet"));
+    for memory in ["2GB", "1KB"] {
+        let out = read_parquet(&release(&parts, memory, &format!("parts-{memory}.parquet")));
+        let ids = out
+            .column_by_name("id")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        let sex = arrow::compute::cast(
+            out.column_by_name("sex").unwrap(),
+            &arrow::datatypes::DataType::Utf8,
+        )
+        .unwrap();
+        let sex = sex.as_any().downcast_ref::<StringArray>().unwrap();
+        let mut kept = 0;
+        for i in 0..out.num_rows() {
+            let label = sex.value(i);
+            if label == "Male" || label == "Female" {
+                kept += 1;
+                assert_eq!(
+                    label,
+                    sex_of[ids.value(i) as usize],
+                    "row {i}, buffer {memory}"
+                );
+            }
+        }
+        assert!(kept > 1000, "{kept} rows publish their sex");
+        assert!(out.columns() == reference.columns(), "buffer {memory}");
+    }
+}
+
 #[test]
 fn the_same_rows_in_another_input_order_give_the_same_release() {
     // Incognito's classes do not depend on input order, so neither may the

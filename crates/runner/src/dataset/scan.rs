@@ -27,6 +27,9 @@ use crate::storage::{Location, Storage};
 /// is `BATCH_ROWS` rows of every column).
 const READ_AHEAD_BATCHES: usize = 4;
 
+/// Threads decoding the row groups of local Parquet input side by side.
+const PARALLEL_READERS: usize = 2;
+
 impl Dataset {
     /// Runs `consume` on the dataset's batches (projected to `projection`,
     /// or every column, in scan order) while a second thread reads and
@@ -43,6 +46,9 @@ impl Dataset {
         fingerprint: bool,
         consume: impl FnOnce(&mut dyn Iterator<Item = Result<RecordBatch>>) -> T,
     ) -> (T, u64, Option<[u8; 32]>) {
+        if let Some(units) = self.local_row_groups() {
+            return self.read_row_groups_in_parallel(&units, projection, consume);
+        }
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_BATCHES);
             let reader = s.spawn(move || {
@@ -58,6 +64,136 @@ impl Dataset {
             let (rows, hash) = reader.join().unwrap_or((0, None));
             (consumed, rows, hash)
         })
+    }
+
+    /// Every row group of a dataset of local Parquet files, in scan order
+    /// (file, row group, its rows), when there are several to read side by
+    /// side.
+    fn local_row_groups(&self) -> Option<Vec<(usize, usize, usize)>> {
+        let mut units = Vec::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let (Some(meta), Location::Local(_)) = (&f.parquet, &f.meta.location) else {
+                return None;
+            };
+            for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
+                units.push((i, g, rg.num_rows().max(0) as usize));
+            }
+        }
+        (units.len() > 1).then_some(units)
+    }
+
+    /// [`Dataset::with_read_ahead`] over local Parquet row groups, decoded
+    /// by [`PARALLEL_READERS`] threads (row group `i` by thread `i mod
+    /// n`), each a row group ahead, and handed to `consume` in scan order.
+    fn read_row_groups_in_parallel<T>(
+        &self,
+        units: &[(usize, usize, usize)],
+        projection: Option<Vec<usize>>,
+        consume: impl FnOnce(&mut dyn Iterator<Item = Result<RecordBatch>>) -> T,
+    ) -> (T, u64, Option<[u8; 32]>) {
+        let schema = match &projection {
+            Some(p) => Arc::new(self.schema.project(p).expect("projection in range")),
+            None => self.schema.clone(),
+        };
+        let most_rows = units.iter().map(|u| u.2).max().unwrap_or(0);
+        let ahead = most_rows.div_ceil(BATCH_ROWS) + 1;
+        std::thread::scope(|s| {
+            let mut receivers = Vec::with_capacity(PARALLEL_READERS);
+            for t in 0..PARALLEL_READERS {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Result<RecordBatch>>>(ahead);
+                receivers.push(rx);
+                let (projection, schema) = (projection.clone(), schema.clone());
+                s.spawn(move || {
+                    for &(file, group, _) in units.iter().skip(t).step_by(PARALLEL_READERS) {
+                        let batches = self.row_group(file, group, projection.as_deref(), &schema);
+                        for b in batches {
+                            let failed = b.is_err();
+                            if tx.send(Some(b)).is_err() || failed {
+                                return;
+                            }
+                        }
+                        if tx.send(None).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            let mut rows = 0u64;
+            let mut unit = 0usize;
+            let mut failed = false;
+            let mut batches = std::iter::from_fn(|| {
+                while unit < units.len() && !failed {
+                    match receivers[unit % PARALLEL_READERS].recv() {
+                        Ok(Some(Ok(b))) => {
+                            rows += b.num_rows() as u64;
+                            return Some(Ok(b));
+                        }
+                        Ok(Some(Err(e))) => {
+                            failed = true;
+                            return Some(Err(e));
+                        }
+                        Ok(None) => unit += 1,
+                        Err(_) => {
+                            failed = true;
+                            return Some(Err(anyhow::anyhow!(
+                                "a Parquet reader thread stopped (a bug in kanon); nothing was written"
+                            )));
+                        }
+                    }
+                }
+                None
+            });
+            let consumed = consume(&mut batches);
+            drop(receivers);
+            (consumed, rows, None)
+        })
+    }
+
+    /// The batches of one row group of a local Parquet file, projected,
+    /// carrying `schema`.
+    fn row_group<'a>(
+        &'a self,
+        file: usize,
+        group: usize,
+        projection: Option<&[usize]>,
+        schema: &'a SchemaRef,
+    ) -> Box<dyn Iterator<Item = Result<RecordBatch>> + 'a> {
+        let f = &self.files[file];
+        let (Some(meta), Location::Local(p)) = (&f.parquet, &f.meta.location) else {
+            unreachable!("local Parquet row groups only");
+        };
+        let loc = &f.meta.location;
+        let reader = std::fs::File::open(p)
+            .with_context(|| format!("cannot open input {}", p.display()))
+            .and_then(|file| {
+                let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
+                    .with_batch_size(BATCH_ROWS)
+                    .with_row_groups(vec![group]);
+                if let Some(p) = projection {
+                    b = b.with_projection(ProjectionMask::roots(
+                        meta.parquet_schema(),
+                        p.iter().copied(),
+                    ));
+                }
+                b.build()
+                    .with_context(|| format!("cannot read Parquet file {loc}"))
+            });
+        match reader {
+            Err(e) => Box::new(std::iter::once(Err(e))),
+            Ok(r) => Box::new(r.map(move |b| {
+                let b = b.map_err(|e| {
+                    anyhow::Error::new(Failure::bad_input(format!(
+                        "corrupt Parquet data in {loc}: {e}"
+                    )))
+                })?;
+                if b.schema() == *schema {
+                    Ok(b)
+                } else {
+                    RecordBatch::try_new(schema.clone(), b.columns().to_vec())
+                        .with_context(|| format!("{loc} does not match the dataset schema"))
+                }
+            })),
+        }
     }
 
     /// Streams the dataset, projected to the columns `projection` (indices
