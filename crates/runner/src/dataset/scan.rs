@@ -186,12 +186,7 @@ impl Dataset {
                         "corrupt Parquet data in {loc}: {e}"
                     )))
                 })?;
-                if b.schema() == *schema {
-                    Ok(b)
-                } else {
-                    RecordBatch::try_new(schema.clone(), b.columns().to_vec())
-                        .with_context(|| format!("{loc} does not match the dataset schema"))
-                }
+                with_schema(b, schema, loc)
             })),
         }
     }
@@ -371,14 +366,7 @@ impl<'a> Scan<'a> {
                 Some(Err(e)) => return Err(e),
                 Some(Ok(b)) => {
                     self.rows += b.num_rows() as u64;
-                    // Batches of every file carry the dataset's schema.
-                    let b = if b.schema() == self.schema {
-                        b
-                    } else {
-                        RecordBatch::try_new(self.schema.clone(), b.columns().to_vec())
-                            .with_context(|| format!("{loc} does not match the dataset schema"))?
-                    };
-                    return Ok(Some(b));
+                    return with_schema(b, &self.schema, loc).map(Some);
                 }
             }
         }
@@ -403,5 +391,16 @@ impl Iterator for Scan<'_> {
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// `batch` carrying `schema` (batches of every file carry the dataset's
+/// schema); an error naming the file `loc` when its columns do not fit it.
+fn with_schema(batch: RecordBatch, schema: &SchemaRef, loc: &Location) -> Result<RecordBatch> {
+    if batch.schema() == *schema {
+        Ok(batch)
+    } else {
+        RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
+            .with_context(|| format!("{loc} does not match the dataset schema"))
     }
 }
