@@ -1047,6 +1047,16 @@ fn bad_settings_name_the_setting() {
         "anonymize",
         "-c",
         "configs/adult.toml",
+        "--set",
+        "output.buffer_memory=\"lots\"",
+        "-o",
+        "/tmp/kanon-never-written.parquet",
+    ]));
+    expect_error(&o, 2, &["output.buffer_memory", "lots"]);
+    let o = run(kanon().args([
+        "anonymize",
+        "-c",
+        "configs/adult.toml",
         "-i",
         "gs://bucket/x.parquet",
     ]));

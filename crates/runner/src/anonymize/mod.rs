@@ -339,6 +339,10 @@ struct Plan {
     pseudonymiser: Pseudonymiser,
     /// A Delta release: where and how, and the table.
     delta: Option<(DeltaOutput, Table)>,
+    /// `--dry-run`: pass 1 only, which then keeps nothing for pass 2.
+    dry_run: bool,
+    /// `output.buffer_memory`: the bytes of rows pass 2 holds in memory.
+    buffer_memory: u64,
 }
 
 impl Plan {
@@ -402,6 +406,10 @@ impl Plan {
             }
         };
         let pseudonymiser = job.pseudonymiser()?;
+        let buffer_memory = match &spec.output.buffer_memory {
+            Some(s) => parse_size("output.buffer_memory", s)?,
+            None => DEFAULT_BUFFER_BYTES,
+        };
         Ok(Plan {
             job,
             storage,
@@ -410,15 +418,9 @@ impl Plan {
             options,
             pseudonymiser,
             delta,
+            dry_run: args.dry_run,
+            buffer_memory,
         })
-    }
-
-    /// `output.buffer_memory`: the bytes of rows pass 2 holds in memory.
-    fn buffer_memory(&self) -> Result<u64> {
-        match &self.job.spec.output.buffer_memory {
-            Some(s) => parse_size("output.buffer_memory", s),
-            None => Ok(DEFAULT_BUFFER_BYTES),
-        }
     }
 
     /// Whether pass 1 keeps the input's batches for pass 2 (and within
@@ -429,7 +431,10 @@ impl Plan {
     /// size, or twice the CSV bytes) only chooses; pass 1 stops holding
     /// when the batches outgrow the budget.
     fn hold(&self, dataset: &Dataset, unread: &[usize]) -> Option<u64> {
-        let budget = self.buffer_memory().ok()?;
+        if self.dry_run {
+            return None;
+        }
+        let budget = self.buffer_memory;
         let estimate = dataset.uncompressed_bytes(unread).unwrap_or(dataset.bytes);
         (estimate.saturating_mul(2) <= budget).then_some(budget)
     }
@@ -631,7 +636,7 @@ fn pass_two<'p>(
     ui: &Ui,
 ) -> Result<(ReleaseWriter<'p>, Verified, Option<QiTable>)> {
     let spec = &plan.job.spec;
-    let budget = plan.buffer_memory()?;
+    let budget = plan.buffer_memory;
     let buffer_rows = spec.output.buffer_rows.unwrap_or(DEFAULT_BUFFER_ROWS);
     let mut releaser = Releaser::new(
         spec,
