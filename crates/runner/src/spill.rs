@@ -1,11 +1,12 @@
 //! Spilling a release to local disk, bucket by bucket, so that pass 2 puts
 //! its rows in release order (`kanon_engine::order`) with bounded memory.
 //!
-//! A release larger than `output.buffer_rows` rows is split into buckets of
-//! consecutive class ranks. Pass 2 reads the input once and appends every
-//! recoded row to its bucket's spill file; each bucket is then read back,
-//! sorted in memory and written to the release in bucket order. The result
-//! is the very file the in-memory path writes.
+//! A release whose rows outgrow `output.buffer_memory` is split into
+//! buckets of consecutive class ranks of at most `output.buffer_rows` rows.
+//! From then on pass 2 appends every recoded row to its bucket's spill file
+//! (the rows it held so far first); each bucket is then read back, ordered
+//! in memory and written to the release in bucket order. The result is the
+//! very file the in-memory path writes.
 //!
 //! Spill files are uncompressed Parquet (the format of the release itself,
 //! so any release column spills, and the Arrow schema travels with it),

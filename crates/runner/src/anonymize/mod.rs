@@ -1,26 +1,31 @@
 //! `kanon anonymize`: two passes over the input with bounded memory.
 //!
-//! 1. Pass 1 reads only the QI and sensitive columns (projection pushdown)
-//!    into the engine's [`Encoder`]; the algorithm computes a partition and
-//!    the engine verifies it against the privacy model (fail closed).
-//! 2. Pass 2 streams every column batch by batch through the engine's
-//!    [`Releaser`] (passed-through columns untouched), buckets of classes
-//!    wait in memory or in spill files ([`crate::spill`]), and each bucket
-//!    is put in release order, checked by its published labels and
-//!    written. Pass 2 uses every core: a second thread reads and decodes
-//!    the next batches ([`Dataset::with_read_ahead`]) while batches are
-//!    recoded, and the Parquet writer encodes and compresses the columns of
-//!    each batch in parallel (`release::parallel`); the bytes are the same
-//!    whatever the number of threads.
+//! 1. Pass 1 reads the QI and sensitive columns (projection pushdown) into
+//!    the engine's [`Encoder`], decoding on other threads
+//!    ([`Dataset::with_read_ahead`]); when the input likely fits in
+//!    `output.buffer_memory` it reads every column once and keeps the ones
+//!    the release needs, so pass 2 does not read it again. The algorithm
+//!    computes a partition and the engine verifies it against the privacy
+//!    model (fail closed).
+//! 2. Pass 2 recodes every batch through the engine's [`Releaser`]
+//!    (passed-through columns untouched) and partitions the rows into
+//!    buckets of classes as they come ([`buffer`]), in memory up to
+//!    `output.buffer_memory` and in spill files beyond it
+//!    ([`crate::spill`]); each bucket is put in release order, checked by
+//!    its published labels and written, on a thread of its own while the
+//!    next bucket is ordered, the Parquet writer encoding the columns of
+//!    each batch in parallel (`release::parallel`). The bytes are the same
+//!    whatever the number of threads and whatever the buffer.
 //!
 //! Both steps are the engine's one release path ([`kanon_engine::release`]),
 //! the one the DataFusion node takes too; this module adds the I/O. Only
 //! when both checks passed and every row is accounted for (published or
 //! counted as suppressed) is the release committed (rename, or completion of
-//! the multipart uploads). Memory is the QI working set plus a few batches,
-//! whatever the number of other columns: `-v` logs the working set's bytes
-//! and the process's peak RSS, in total and per input row, and
-//! `--metrics-json` records them under `memory`.
+//! the multipart uploads). Memory is the QI working set plus at most
+//! `output.buffer_memory` of rows (default 2 GiB), whatever the size of the
+//! input: `-v` logs the working set's bytes and the process's peak RSS, in
+//! total and per input row, and `--metrics-json` records them under
+//! `memory`.
 
 mod buffer;
 mod report;
