@@ -236,6 +236,16 @@ impl Hierarchy {
             .enumerate()
             .map(|(i, l)| (l.to_string(), i as u32))
             .collect();
+        check_labels_read_one_way(
+            source,
+            &paths,
+            &labels,
+            &level,
+            &first_leaf,
+            &leaf_count,
+            &line_of,
+            &shown,
+        )?;
         Ok(Hierarchy {
             source: source.to_string(),
             height: height as u8,
@@ -250,6 +260,62 @@ impl Hierarchy {
             leaf_by_label,
         })
     }
+}
+
+/// Refuses a label that names different sets of leaves at different
+/// levels (`Married;Single;*` beside the leaf `Single`, or `x;a;*` beside
+/// `a;a;*`): a reader of a release could not tell the generalised value from
+/// the leaf, so Datafly would publish every `Married` row as `Single`.
+///
+/// A label repeated up a chain of single children (`2;11;11;12` beside
+/// `3;11;11;12`: ARX's way to keep a node for one more level, as in its
+/// benchmark hierarchies) names the same leaves at every level and reads
+/// one way, so it is accepted.
+///
+/// # Errors
+/// [`Error::Hierarchy`] naming the lines where the label appears at two
+/// levels.
+#[allow(clippy::too_many_arguments)]
+fn check_labels_read_one_way(
+    source: &str,
+    paths: &[Vec<String>],
+    labels: &[String],
+    level: &[u8],
+    first_leaf: &[u32],
+    leaf_count: &[u32],
+    line_of: &dyn Fn(usize) -> Option<usize>,
+    shown: &dyn Fn(&str) -> String,
+) -> Result<()> {
+    let mut first: FxHashMap<&str, usize> = FxHashMap::default();
+    for (node, label) in labels.iter().enumerate() {
+        let Some(&other) = first.get(label.as_str()) else {
+            first.insert(label, node);
+            continue;
+        };
+        if (first_leaf[other], leaf_count[other]) == (first_leaf[node], leaf_count[node]) {
+            continue;
+        }
+        let (a, b) = (level[other] as usize, level[node] as usize);
+        let row_with = |j: usize| {
+            paths
+                .iter()
+                .position(|p| p[j] == *label)
+                .and_then(line_of)
+                .map_or_else(String::new, |l| format!("line {l}"))
+        };
+        return Err(Error::hierarchy(
+            source,
+            None,
+            format!(
+                "the value{} is a node at level {a} ({}) and a different node at level {b} ({}): a published label must read one way, or a generalised value would pass for a leaf; rename one of them (e.g. `{}` at level {b})",
+                shown(label),
+                row_with(a),
+                row_with(b),
+                if shown(label).is_empty() { "X (group)".to_string() } else { format!("{label} (group)") }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -297,5 +363,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("empty"), "{err}");
+    }
+
+    /// Issue 32, item 6: a label that is a leaf and a group of other leaves.
+    #[test]
+    fn a_label_reads_one_way() {
+        let err = Hierarchy::from_csv("m.csv", "Married;Single;*\nSingle;Alone;*\n", ';')
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("m.csv")
+                && err.contains("`Single`")
+                && err.contains("line 1")
+                && err.contains("line 2")
+                && err.contains("read one way"),
+            "{err}"
+        );
+        // Its own parent, with another child: `a` at level 1 covers `x` too.
+        let err = Hierarchy::from_csv("h.csv", "x;a;*\na;a;*\n", ';')
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`a`") && err.contains("level 0"), "{err}");
+        // The root named like a leaf.
+        assert!(Hierarchy::from_csv("h.csv", "*;x;*\ny;x;*\n", ';').is_err());
+        // A chain of single children names the same leaves at every level
+        // (ARX's benchmark hierarchies): accepted.
+        let h =
+            Hierarchy::from_csv("pay.csv", "2;11;11;12\n3;11;11;12\n0;13;14;12\n", ';').unwrap();
+        assert_eq!(h.height(), 3);
+        let h = Hierarchy::from_csv("h.csv", "a;a;*\nb;c;*\n", ';').unwrap();
+        assert_eq!(h.leaf_count(), 2);
     }
 }
