@@ -163,21 +163,96 @@ impl QiColumn {
     }
 
     /// The label a release shows for the cell: the node's label, the value,
-    /// `[lo-hi]`, `{a,b}`, or `*`.
+    /// `[lo-hi]`, `{a,b}`, or `*`, in the grammar of [`escape_value`]: a
+    /// value from the data that would read as a set, a range or `*` is
+    /// escaped, so every label parses one way. A hierarchy's labels are
+    /// the job's own vocabulary and are published as written.
     pub fn cell_label(&self, cell: &Cell) -> String {
         match cell {
             Cell::Node(n) => match self.hierarchy() {
                 Some(h) => h.label(*n).to_string(),
-                None => self.label(n.0).to_string(),
+                None => escape_value(self.label(n.0)),
             },
-            Cell::Range { lo, hi } if lo == hi => self.label(*lo).to_string(),
+            Cell::Range { lo, hi } if lo == hi => escape_value(self.label(*lo)),
             Cell::Range { lo, hi } => format!("[{}-{}]", self.label(*lo), self.label(*hi)),
-            Cell::Set(s) if s.len() == 1 => self.label(s[0]).to_string(),
+            Cell::Set(s) if s.len() == 1 => escape_value(self.label(s[0])),
             Cell::Set(s) => {
-                let labels: Vec<&str> = s.iter().map(|&c| self.label(c)).collect();
+                let labels: Vec<String> =
+                    s.iter().map(|&c| escape_element(self.label(c))).collect();
                 format!("{{{}}}", labels.join(","))
             }
             Cell::Suppressed => "*".to_string(),
         }
+    }
+}
+
+/// A value from the data as a published label: as written, unless it would
+/// read as something else (a value set `{...}`, a range `[...]`, the
+/// suppressed `*`, or an escaped label `\...`), which is published with a
+/// `\` in front. So `{a,b}` as a raw category is `\{a,b}`, while the set
+/// of `a` and `b` is `{a,b}` (issue 32, item 11). A reader strips one
+/// leading `\` and reads the rest as the value.
+pub fn escape_value(value: &str) -> String {
+    if value == "*" || value.starts_with(['{', '[', '\\']) {
+        format!("\\{value}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// A value from the data as an element of a published set `{a,b}`: `\`,
+/// `,`, `{` and `}` escaped with `\`, so `{Rome,\{a\,b\}}` is the set of
+/// `Rome` and `{a,b}`.
+pub fn escape_element(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for ch in value.chars() {
+        if matches!(ch, '\\' | ',' | '{' | '}') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The elements of a published set's inside (`a,b\,c` is `a` and `b,c`),
+/// unescaped: the inverse of [`escape_element`] joined by commas.
+pub fn split_set(inner: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = inner.chars();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    out.last_mut().expect("non-empty").push(next);
+                }
+            }
+            ',' => out.push(String::new()),
+            _ => out.last_mut().expect("non-empty").push(ch),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    /// Issue 32, item 11: every label parses one way.
+    #[test]
+    fn labels_read_one_way() {
+        assert_eq!(escape_value("{a,b}"), "\\{a,b}");
+        assert_eq!(escape_value("[1-2]"), "\\[1-2]");
+        assert_eq!(escape_value("*"), "\\*");
+        assert_eq!(escape_value("\\x"), "\\\\x");
+        assert_eq!(escape_value("Rome"), "Rome");
+        assert_eq!(escape_value("a,b"), "a,b");
+        let set = format!("{{{},{}}}", escape_element("Rome"), escape_element("{a,b}"));
+        assert_eq!(set, "{Rome,\\{a\\,b\\}}");
+        let inner = &set[1..set.len() - 1];
+        assert_eq!(
+            split_set(inner),
+            vec!["Rome".to_string(), "{a,b}".to_string()]
+        );
+        assert_eq!(split_set("a,b"), vec!["a".to_string(), "b".to_string()]);
     }
 }

@@ -391,30 +391,34 @@ fn cost(reading: &Reading, labels: Vec<(String, u64)>) -> Vec<Label> {
                 .collect()
         }
         Reading::Categorical => {
-            let mut singles: FxHashMap<&str, ()> = FxHashMap::default();
-            let sets: Vec<Option<usize>> = labels
+            // Published labels in the grammar of
+            // `kanon_engine::generalise::escape_value`: `{a,b\,c}` is a set,
+            // `\{a,b}` one value.
+            let mut singles: FxHashMap<String, ()> = FxHashMap::default();
+            let sets: Vec<Option<Vec<String>>> = labels
                 .iter()
                 .map(|(t, _)| {
                     t.trim()
                         .strip_prefix('{')
                         .and_then(|s| s.strip_suffix('}'))
-                        .map(|inner| inner.split(',').count())
+                        .map(kanon_engine::generalise::split_set)
                 })
                 .collect();
             for ((t, _), s) in labels.iter().zip(&sets) {
                 match s {
-                    Some(_) => {
-                        let inner = &t.trim()[1..t.trim().len() - 1];
-                        for item in inner.split(',') {
-                            singles.insert(item.trim(), ());
+                    Some(items) => {
+                        for item in items {
+                            singles.insert(item.trim().to_string(), ());
                         }
                     }
                     None if t.trim() != "*" => {
-                        singles.insert(t.as_str(), ());
+                        let value = t.strip_prefix('\\').unwrap_or(t);
+                        singles.insert(value.to_string(), ());
                     }
                     None => {}
                 }
             }
+            let sets: Vec<Option<usize>> = sets.into_iter().map(|s| s.map(|v| v.len())).collect();
             let d = singles.len().max(1) as f64;
             labels
                 .into_iter()

@@ -198,6 +198,11 @@ fn parse_label(label: &str, numeric: bool) -> Parsed {
     if l == "*" {
         return Parsed::Suppressed;
     }
+    // An escaped value from the data (`\{a,b}`, `\*`): a value, whatever
+    // it looks like ([`crate::generalise::escape_value`]).
+    if l.starts_with('\\') {
+        return Parsed::Value;
+    }
     if numeric {
         if let Ok(v) = l.parse::<f64>() {
             return Parsed::Number(v);
@@ -228,7 +233,12 @@ fn parse_label(label: &str, numeric: bool) -> Parsed {
         }
     }
     if let Some(inner) = l.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-        return Parsed::Set(inner.split(',').map(|s| s.trim().to_string()).collect());
+        return Parsed::Set(
+            crate::generalise::split_set(inner)
+                .into_iter()
+                .map(|s| s.trim().to_string())
+                .collect(),
+        );
     }
     Parsed::Value
 }

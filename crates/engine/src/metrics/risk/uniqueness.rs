@@ -137,9 +137,25 @@ pub fn population_uniqueness(
             dankar_model: None,
         });
     }
-    let zayatz = UniquenessEstimate::of(zayatz(&profile, big_n), big_n);
-    let pitman = UniquenessEstimate::of(pitman(&profile, big_n), big_n);
-    let snb = UniquenessEstimate::of(snb(&profile, big_n), big_n);
+    // A population unique is a sample unique when it was sampled, and one
+    // of the N - n records not sampled otherwise: an estimate above
+    // c1 + (N - n) is impossible, the model does not fit (issue 32).
+    let bound = c1 as f64 + (big_n - n as f64);
+    let possible = |e: std::result::Result<f64, String>| {
+        e.and_then(|v| {
+            if v > bound * (1.0 + 1e-9) {
+                Err(format!(
+                    "the model's estimate ({v:.1}) is above what is possible: {c1} sample uniques plus the {} records not sampled; the model does not fit this sample",
+                    population_size - n as u64
+                ))
+            } else {
+                Ok(v)
+            }
+        })
+    };
+    let zayatz = UniquenessEstimate::of(possible(zayatz(&profile, big_n)), big_n);
+    let pitman = UniquenessEstimate::of(possible(pitman(&profile, big_n)), big_n);
+    let snb = UniquenessEstimate::of(possible(snb(&profile, big_n)), big_n);
     let usable = |e: &UniquenessEstimate| e.population_uniques.filter(|&v| v > 0.0);
     let (dankar, model) = if pi <= 0.1 {
         match usable(&pitman) {
@@ -164,6 +180,34 @@ pub fn population_uniqueness(
         dankar,
         dankar_model: Some(model),
     })
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    /// Issue 32, item 11: a population barely larger than the sample
+    /// (1,023 records of 1,073) cannot hold more uniques than the sample's
+    /// 1,000 plus the 50 records not sampled; Pitman's fit says 1,212 here,
+    /// which is omitted with its reason instead of shown.
+    #[test]
+    fn impossible_estimates_are_omitted() {
+        let u = population_uniqueness(&[(1, 1000), (2, 10), (3, 1)], 1073).unwrap();
+        assert_eq!(u.pitman.population_uniques, None);
+        assert!(
+            u.pitman
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("above what is possible")),
+            "{:?}",
+            u.pitman.note
+        );
+        for e in [&u.pitman, &u.zayatz, &u.snb, &u.dankar] {
+            if let Some(v) = e.population_uniques {
+                assert!(v <= 1050.0 + 1e-6, "{v}");
+            }
+        }
+    }
 }
 
 impl UniquenessEstimate {
