@@ -183,7 +183,7 @@ fn corrupt_input_object_found_in_pass_two_leaves_nothing() {
     let job = adult_job(dir.path(), |t| {
         t.replace(
             "name = \"salary-class\"\nrole = \"sensitive\"",
-            "name = \"salary-class\"",
+            "name = \"salary-class\"\nrole = \"insensitive\"",
         )
     });
     let o = run(m.kanon().args(["anonymize", "-c"]).arg(&job).args([
@@ -727,4 +727,54 @@ fn staged_objects_of_a_killed_run_are_removed_by_the_next_run() {
         keys.iter().any(|k| k.starts_with("releases/parts/part-")),
         "{keys:?}"
     );
+}
+
+/// Issue 32, item 4: behind a store that ignores `If-None-Match` (moto
+/// with the header dropped), a release without `--overwrite` and a Delta
+/// commit are refused before any work, naming the bucket and the way out;
+/// nothing is left in the bucket. An operator who serialises the writers
+/// says so with `storage.single_writer = true`.
+#[test]
+fn a_store_without_conditional_writes_is_refused_before_any_work() {
+    let Some(m) = Moto::start_ignoring_conditions() else {
+        return;
+    };
+    m.create_bucket("lake");
+    let _local = upload_adult(&m, "lake", "adult/");
+    let o = run(&mut m.anonymize("s3://lake/adult/", "s3://lake/releases/r.parquet"));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("ignores conditional writes")
+            && stderr(&o).contains("`lake`")
+            && stderr(&o).contains("storage.single_writer"),
+        "{}",
+        show(&o)
+    );
+    let o = run(m
+        .anonymize("s3://lake/adult/", "s3://lake/releases/table")
+        .args([
+            "--set",
+            "output.format=delta",
+            "--set",
+            "output.mode=append",
+        ]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("ignores conditional writes"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        m.keys("lake", "releases/").is_empty(),
+        "{:?}",
+        m.keys("lake", "releases/")
+    );
+    // One writer at a time, on the operator's word.
+    let o = run(m
+        .anonymize("s3://lake/adult/", "s3://lake/releases/r.parquet")
+        .env("KANON_STORAGE_SINGLE_WRITER", "true"));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(m
+        .keys("lake", "releases/")
+        .contains(&"releases/r.parquet".to_string()));
 }

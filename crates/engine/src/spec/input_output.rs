@@ -35,6 +35,12 @@ pub struct InputSpec {
     /// CSV: number of rows read to infer the column types, default 10000.
     #[serde(default)]
     pub infer_rows: Option<usize>,
+    /// Columns read as text whatever their values look like: set by the
+    /// front end from the job's identifying and pseudonymised columns
+    /// ([`super::JobSpec::text_columns`]), never written in a job file, so
+    /// that `007` and `7` stay two identifiers (issue 32, item 5).
+    #[serde(skip)]
+    pub text_columns: Vec<String>,
 }
 
 /// Output settings (read by the front end, not the engine).
@@ -124,4 +130,10 @@ pub struct StorageSpec {
     /// Timeout of one request in seconds, default 30.
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// The operator guarantees that one kanon at a time writes to the
+    /// bucket (e.g. under `flock`, as deploy/systemd runs it): publish even
+    /// when the store ignores conditional writes (`If-None-Match`), which
+    /// kanon otherwise refuses after probing it. Default false.
+    #[serde(default)]
+    pub single_writer: Option<bool>,
 }

@@ -253,12 +253,17 @@ fn unify_schemas<'a>(
 }
 
 /// Whether two column types hold the same values: equal, or both strings
-/// (plain or dictionary-encoded).
+/// (`Utf8`, `LargeUtf8`, `Utf8View`, plain or dictionary-encoded).
 fn same_values(a: &DataType, b: &DataType) -> bool {
+    // Every Arrow string type: another engine's DELETE or OPTIMIZE of a
+    // Delta release rewrites kanon's dictionary columns as Utf8View or
+    // LargeUtf8 (issue 32, item 9).
+    fn plain(t: &DataType) -> bool {
+        matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+    }
     let string = |t: &DataType| match t {
-        DataType::Utf8 => true,
-        DataType::Dictionary(_, v) => v.as_ref() == &DataType::Utf8,
-        _ => false,
+        DataType::Dictionary(_, v) => plain(v),
+        t => plain(t),
     };
     a == b || (string(a) && string(b))
 }

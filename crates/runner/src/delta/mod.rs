@@ -344,6 +344,23 @@ pub fn data_files(
         ))
         .into());
     }
+    // Column mapping renames columns in the data files (physical names):
+    // read by those names, a dropped column comes back and a renamed one
+    // is read under another name. It is set by a table property under
+    // reader version 2 (no reader features to list), so the property
+    // decides, whatever the protocol (issue 32, item 3).
+    let mapping = snapshot
+        .metadata()
+        .configuration()
+        .get("delta.columnMapping.mode")
+        .map(|m| m.trim().to_ascii_lowercase())
+        .filter(|m| m != "none");
+    if let Some(mode) = mapping {
+        return Err(Failure::bad_input(format!(
+            "Delta input {location} uses column mapping (delta.columnMapping.mode = {mode}): its data files name columns by physical names, so a dropped or renamed column could be read as another; nothing is read. Copy the table without column mapping first (e.g. `kanon sql` or another engine writing Parquet)"
+        ))
+        .into());
+    }
     let protocol = snapshot.protocol();
     if let Some(features) = protocol.reader_features() {
         let unreadable: Vec<String> = features

@@ -134,9 +134,11 @@ fn canonical(path: &Path) -> PathBuf {
         if let Ok(real) = base.canonicalize() {
             break real;
         }
-        match (base.parent(), base.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
+        // The last component, `..` included: `dir/absent/../in.parquet`
+        // is `dir/in.parquet` once a writer creates `absent` (issue 32).
+        match (base.parent(), base.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last.as_os_str().to_os_string());
                 base = parent;
             }
             _ => break base.to_path_buf(),
@@ -151,6 +153,12 @@ fn canonical(path: &Path) -> PathBuf {
             }
             _ => out.push(part),
         }
+    }
+    // `absent/../link` is `link` once resolved by name: resolve what now
+    // exists again (a symbolic link after the detour). The path has no
+    // `..` left, so this recurses once.
+    if rest.iter().any(|p| p == "..") {
+        return canonical(&out);
     }
     out
 }

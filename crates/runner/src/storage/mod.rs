@@ -40,6 +40,9 @@ pub struct Storage {
     settings: StorageSpec,
     runtime: OnceLock<tokio::runtime::Runtime>,
     stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+    /// Buckets probed for conditional writes, and whether their store
+    /// honours them ([`Storage::check_conditional_writes`]).
+    probed: Mutex<HashMap<String, bool>>,
 }
 
 impl fmt::Debug for Storage {
@@ -69,6 +72,7 @@ impl Storage {
             settings: settings.clone(),
             runtime: OnceLock::new(),
             stores: Mutex::new(HashMap::new()),
+            probed: Mutex::new(HashMap::new()),
         }
     }
 

@@ -138,6 +138,84 @@ impl Storage {
         }
     }
 
+    /// Refuses to publish to a bucket whose store ignores conditional
+    /// writes (issue 32, item 4): kanon's publication without
+    /// `--overwrite` and every Delta commit rely on `If-None-Match: *`, so
+    /// behind such a store two concurrent runs could both "publish" and a
+    /// Delta commit could be lost with exit 0. Probes once per bucket and
+    /// run: an empty object created twice next to `at` with
+    /// `If-None-Match: *`, where the second must be refused; the probe is
+    /// removed. `storage.single_writer = true` skips it (the operator
+    /// serialises the writers). Local paths need no probe.
+    ///
+    /// # Errors
+    /// A bad-input failure naming the bucket and the ways out; store
+    /// failures of the probe.
+    pub fn check_conditional_writes(&self, at: &Location) -> Result<()> {
+        let Location::S3 { bucket, key } = at else {
+            return Ok(());
+        };
+        if self.settings.single_writer == Some(true) {
+            return Ok(());
+        }
+        if let Some(&honoured) = self
+            .probed
+            .lock()
+            .expect("probe cache lock")
+            .get(bucket.as_str())
+        {
+            return self.conditional_verdict(bucket, honoured);
+        }
+        let dir = key
+            .trim_end_matches('/')
+            .rsplit_once('/')
+            .map_or("", |(d, _)| d);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = format!("{}probe-{nanos}", crate::release::tmp_prefix());
+        let probe = Location::S3 {
+            bucket: bucket.clone(),
+            key: if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            },
+        };
+        let (store, path) = self.remote(&probe)?;
+        let create = || object_store::PutOptions {
+            mode: object_store::PutMode::Create,
+            ..Default::default()
+        };
+        self.block_on(store.put_opts(&path, Vec::<u8>::new().into(), create()))
+            .map_err(|e| s3_error(e, &probe))?;
+        let second = self.block_on(store.put_opts(&path, Vec::<u8>::new().into(), create()));
+        let _ = self.block_on(store.delete(&path));
+        let honoured = match second {
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => true,
+            Ok(_) => false,
+            Err(e) => return Err(s3_error(e, &probe)),
+        };
+        self.probed
+            .lock()
+            .expect("probe cache lock")
+            .insert(bucket.clone(), honoured);
+        self.conditional_verdict(bucket, honoured)
+    }
+
+    fn conditional_verdict(&self, bucket: &str, honoured: bool) -> Result<()> {
+        if honoured {
+            return Ok(());
+        }
+        Err(Failure::bad_input(format!(
+            "the object store of bucket `{bucket}` ignores conditional writes (a probe object was created twice with `If-None-Match: *`): two concurrent runs could both publish, or a Delta commit be lost, while exiting 0, so nothing is written. Use a store that supports conditional writes (AWS S3, recent MinIO, R2, ...), or, when only one kanon at a time writes to this bucket (e.g. under `flock`, as deploy/systemd runs it), set `storage.single_writer = true`"
+        ))
+        .into())
+    }
+
     /// The store and object path of an S3 location.
     pub(super) fn remote(&self, loc: &Location) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
         match loc {

@@ -183,7 +183,11 @@ import sys, threading
 from moto.moto_server import werkzeug_app
 lock = threading.Lock()
 handle = werkzeug_app.DomainDispatcherApplication.__call__
+ignore_conditions = sys.argv[2:] == ["ignore-conditions"]
 def one_at_a_time(self, environ, start_response):
+    if ignore_conditions:
+        # A store without conditional writes: If-None-Match is dropped.
+        environ.pop("HTTP_IF_NONE_MATCH", None)
     with lock:
         return list(handle(self, environ, start_response))
 werkzeug_app.DomainDispatcherApplication.__call__ = one_at_a_time
@@ -196,6 +200,17 @@ impl Moto {
     /// `moto_server` is not installed and `CI` is not set. In CI a missing
     /// server fails the test.
     pub fn start() -> Option<Moto> {
+        Self::start_with(false)
+    }
+
+    /// [`Moto::start`] for a store that ignores conditional writes: the
+    /// server drops every `If-None-Match` header before handling the
+    /// request (as stores without conditional writes do).
+    pub fn start_ignoring_conditions() -> Option<Moto> {
+        Self::start_with(true)
+    }
+
+    fn start_with(ignore_conditions: bool) -> Option<Moto> {
         let installed = Command::new("moto_server")
             .arg("--help")
             .stdout(Stdio::null())
@@ -215,8 +230,13 @@ impl Moto {
             .local_addr()
             .unwrap()
             .port();
+        let mode = if ignore_conditions {
+            "ignore-conditions"
+        } else {
+            "conditions"
+        };
         let child = Command::new("python3")
-            .args(["-c", MOTO_ONE_REQUEST_AT_A_TIME, &port.to_string()])
+            .args(["-c", MOTO_ONE_REQUEST_AT_A_TIME, &port.to_string(), mode])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
