@@ -449,8 +449,12 @@ fn run_engine(
         .any(|b| b.num_rows() > 0)
         .then(|| batches[0].schema())
     else {
-        // Nothing to anonymise, nothing to publish.
-        return Ok(Ready { release: None });
+        // An empty release would hide that the table or query selected
+        // nothing, and be certified for nobody (issue 32): refused, as
+        // the command line refuses an empty input file.
+        return Err(DataFusionError::Execution(
+            "anonymize(): the input has no rows: there is nothing to anonymise, and an empty release would hide that the table or query selected nothing; check the table or the subquery's filter".into(),
+        ));
     };
     let t = Instant::now();
     let table = encoder.finish().map_err(|e| engine_error(f, e, false))?;

@@ -21,6 +21,7 @@
 //! | `algorithm` (a string), `seed` | `algorithm.name`, `algorithm.seed` |
 //! | `qi`, `sensitive`, `identifying`, `insensitive`, `pseudonymised` | column names (a string or a list) given that role; a column not yet listed is added with flexible generalisation |
 //! | `unlisted` | `columns.unlisted`: `"error"` (default), `"insensitive"` or `"identifying"` for input columns given no role |
+//! | `weaken_privacy` | `true` lets the other options weaken the `config` job file's privacy (lower k, raise the suppression limit, give a column a role that publishes more, ...), refused otherwise as on the command line |
 //!
 //! Every column of the input (the table or subquery) needs a role, or the
 //! call opts in with `unlisted` ([`kanon_engine::columns`]). A pseudonymised
@@ -420,6 +421,47 @@ pub fn settings_from(
             base = m;
         }
     }
+    // The job file alone, the baseline of the no-weakening rule.
+    let file_spec = config
+        .as_ref()
+        .map(|_| serde_json::from_value::<JobSpec>(Value::Object(base.clone())));
+    // A population table is read by the command line's reports, never by
+    // a SQL call: naming one here would be silently ignored.
+    if options
+        .get("risk")
+        .and_then(|r| r.get("population"))
+        .is_some()
+    {
+        return Err(plan_datafusion_err!(
+            "{function}(): option `risk.population` is not read in SQL (journalist and marketer risk against a population table are measured by `kanon anonymize --metrics-json`, `--report` and `kanon report`); remove it, or give the population's size with `risk.population_size`"
+        ));
+    }
+    let weaken = match options.remove("weaken_privacy") {
+        None => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => {
+            return Err(plan_datafusion_err!(
+                "{function}(): option `weaken_privacy` takes true or false"
+            ))
+        }
+    };
+    let touches_privacy = [
+        "k",
+        "suppression_limit",
+        "privacy",
+        "attributes",
+        "columns",
+        "unlisted",
+        "qi",
+        "quasi_identifiers",
+        "sensitive",
+        "identifying",
+        "insensitive",
+        "pseudonymised",
+        "pseudonymized",
+    ]
+    .iter()
+    .any(|k| options.contains_key(*k));
     let mut roles: Vec<(&str, Vec<String>)> = Vec::new();
     for (key, role) in [
         ("qi", "quasi-identifier"),
@@ -499,11 +541,39 @@ pub fn settings_from(
             }
         }
     }
+    let has_model = base
+        .get("privacy")
+        .and_then(Value::as_object)
+        .is_some_and(|p| p.contains_key("k") || p.contains_key("requirements"));
     let spec: JobSpec = serde_json::from_value(Value::Object(base)).map_err(|e| {
         plan_datafusion_err!(
-            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive, pseudonymised, unlisted"
+            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive, pseudonymised, unlisted, weaken_privacy"
         )
     })?;
+    JobSpec::require_privacy(has_model).map_err(|e| {
+        plan_datafusion_err!(
+            "{function}(): {e} (in SQL: the option `k = ...`, or a `config` job file with `[privacy]`)"
+        )
+    })?;
+    if !weaken {
+        let weaker = match &file_spec {
+            None => Vec::new(),
+            Some(Ok(file)) => file.weakenings(&spec),
+            // No baseline to compare against: no override of the privacy
+            // model is trusted.
+            Some(Err(_)) if touches_privacy => {
+                vec!["the job file alone is not a complete job, so its privacy settings cannot be compared".to_string()]
+            }
+            Some(Err(_)) => Vec::new(),
+        };
+        if !weaker.is_empty() {
+            return Err(plan_datafusion_err!(
+                "{function}(): the options would weaken the privacy of job file {}: {}; fix the job file, drop the option, or add `weaken_privacy = true` to do this on purpose",
+                config.as_deref().unwrap_or_default(),
+                weaker.join("; ")
+            ));
+        }
+    }
     let mut hierarchies = BTreeMap::new();
     for (attribute, path, delimiter) in spec.hierarchy_files() {
         let file = files.check(

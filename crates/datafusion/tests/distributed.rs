@@ -90,7 +90,10 @@ async fn blocks_on_the_cluster_publish_the_single_machine_release() {
         ("algorithm.block_size = 2000", 3),
         ("algorithm.name = \"kaca\", algorithm.block_size = 3000", 2),
         ("algorithm.block_size = 5000, privacy.l = 2", 4),
-        ("algorithm.block_size = 4000, k = 5", 1),
+        (
+            "algorithm.block_size = 4000, k = 5, weaken_privacy = true",
+            1,
+        ),
     ] {
         let here = release(&session(None).await, options).await;
         let cluster = Arc::new(Counted(in_memory_cluster(workers), AtomicUsize::new(0)));

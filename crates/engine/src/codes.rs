@@ -124,6 +124,27 @@ impl Codes {
         capacity * self.width()
     }
 
+    /// Replaces every code `c` by `map[c]`, each at most `c`'s column's
+    /// number of codes (so the width still holds it).
+    ///
+    /// # Panics
+    /// When a code is out of `map`'s range or maps beyond the width.
+    pub(crate) fn remap(&mut self, map: &[u32]) {
+        fn go<T: Code>(codes: &mut [T], map: &[u32]) {
+            for c in codes {
+                let from: u32 = (*c).into();
+                *c = T::try_from(map[from as usize])
+                    .ok()
+                    .expect("a remapped code fits its width");
+            }
+        }
+        match &mut self.0 {
+            Repr::U8(c) => go(c, map),
+            Repr::U16(c) => go(c, map),
+            Repr::U32(c) => go(c, map),
+        }
+    }
+
     /// The codes of `rows`, in the given order, in the same width.
     ///
     /// # Panics

@@ -100,6 +100,15 @@ pub fn anonymize_cancellable(
 ) -> Result<Anonymization> {
     cancel.check()?;
     let algorithm = algorithms::by_name(spec)?;
+    // An empty input would publish an empty release certified for nobody
+    // (issue 32: `anonymize()` over a 0-row subquery): bad input, as the
+    // command line says of an empty file.
+    if table.n_rows() == 0 {
+        return Err(crate::Error::spec(
+            "input",
+            "the input has no rows: there is nothing to anonymise, and an empty release would hide that the table or query selected nothing; check the input path or the query's filter",
+        ));
+    }
     // Fail before any work when no release can satisfy the models (too few
     // rows for k, too few distinct sensitive values for l, ...).
     privacy.check_feasible(table)?;
@@ -119,6 +128,10 @@ pub fn anonymize_cancellable(
     })?;
     timings.algorithm = t.elapsed();
     cancel.check()?;
+    // A whole-release target the algorithm does not aim at (a risk
+    // threshold's mean) and missed: the model is out of reach (exit 3),
+    // not a bug in the algorithm.
+    privacy.check_reached(&outcome.partition)?;
     // Only the algorithm reads the classes: free them (a class per row and
     // every class's rows) before verification and the metrics, which build
     // what they need.

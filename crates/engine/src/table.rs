@@ -136,6 +136,11 @@ pub struct SensitiveColumn {
     /// attribute) and the leaf of every code, for hierarchical-distance
     /// t-closeness.
     pub(crate) hierarchy: Option<SensitiveHierarchy>,
+    /// How many of the column's texts differ from another only by case or
+    /// surrounding whitespace, and so count as that value (the encoder's
+    /// folding): a front end warns about them.
+    #[serde(default)]
+    pub(crate) folded: usize,
 }
 
 /// The hierarchy of a sensitive attribute and the leaf of each of its codes.
@@ -167,6 +172,14 @@ impl SensitiveHierarchy {
 }
 
 impl SensitiveColumn {
+    /// How many of the column's texts differ from another only by case or
+    /// surrounding whitespace: they count toward l as that one value
+    /// (`Cancer`, `cancer`, `Cancer `), while the release publishes them
+    /// as written. A front end warns so the data can be normalised.
+    pub fn case_or_space_variants(&self) -> usize {
+        self.folded
+    }
+
     /// Builds a column from its parts, computing its reference counts over
     /// the rows not in `excluded` (ascending) and, when `numbers` holds the
     /// value of every code, its numeric order.
@@ -195,6 +208,7 @@ impl SensitiveColumn {
             reference: reference.into(),
             numeric_order: None,
             hierarchy: None,
+            folded: 0,
         };
         if let Some(values) = numbers {
             column.numeric_order = column.order_by(|c| Some(values[c as usize]));
@@ -247,7 +261,11 @@ impl SensitiveColumn {
                 if self.is_missing(c) {
                     return SensitiveHierarchy::NO_LEAF;
                 }
-                match hierarchy.leaf(&self.labels[c as usize]) {
+                let label = &self.labels[c as usize];
+                match hierarchy
+                    .leaf(label)
+                    .or_else(|| hierarchy.leaf(label.trim()))
+                {
                     Some(leaf) => leaf.0,
                     None => {
                         unknown += rows_per_code[c as usize];
@@ -447,6 +465,7 @@ impl QiTable {
                 reference: s.reference.clone(),
                 numeric_order: s.numeric_order.clone(),
                 hierarchy: s.hierarchy.clone(),
+                folded: s.folded,
             })
             .collect();
         let excluded = if self.excluded.is_empty() {

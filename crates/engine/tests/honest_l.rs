@@ -236,3 +236,48 @@ fn the_label_verifier_does_not_count_missing_values() {
         assert!(matches!(err, Error::VerificationFailed(_)), "{err}");
     }
 }
+
+/// Issue 32, item 7: placeholders (`NULL`, `N/A`, `?`, blank) are missing,
+/// and `Cancer`, `cancer`, `Cancer ` are one value, so a table where every
+/// patient has cancer cannot be made 2-diverse (it was "3-diverse"). With
+/// `missing_sensitive = "value"` every missing form is one value: still
+/// only two values. A job that lists its own placeholders (`[]`) counts
+/// `N/A` as a value.
+#[test]
+fn placeholders_and_spellings_are_not_diversity() {
+    let (mut spec, hierarchies) = common::adult_job(&[]);
+    spec.privacy.k = 2;
+    spec.privacy.l = Some(2);
+    let batch = adult_with_missing_salary(2000);
+    let spellings = [
+        "Cancer", "cancer", "Cancer ", " CANCER", "N/A", "?", "NULL", "",
+    ];
+    let diagnosis: StringArray = (0..batch.num_rows())
+        .map(|i| Some(spellings[i % spellings.len()]))
+        .collect();
+    let idx = batch.schema().index_of("salary-class").unwrap();
+    let mut cols = batch.columns().to_vec();
+    cols[idx] = Arc::new(diagnosis);
+    let batch = RecordBatch::try_new(batch.schema(), cols).unwrap();
+    let table = common::encode(&spec, &hierarchies, std::slice::from_ref(&batch));
+    assert_eq!(table.sensitive()[0].case_or_space_variants(), 3);
+    let err = anonymize(&spec, &table).unwrap_err();
+    assert!(matches!(err, Error::Unsatisfiable(_)), "{err}");
+    assert!(
+        !err.to_string().contains("ancer"),
+        "no value in errors: {err}"
+    );
+
+    spec.privacy.l = Some(3);
+    spec.privacy.missing_sensitive = MissingSensitive::Value;
+    let table = common::encode(&spec, &hierarchies, std::slice::from_ref(&batch));
+    let err = anonymize(&spec, &table).unwrap_err();
+    assert!(matches!(err, Error::Unsatisfiable(_)), "{err}");
+
+    spec.privacy.l = Some(2);
+    spec.privacy.missing_sensitive = MissingSensitive::Ignore;
+    spec.privacy.missing_values = Some(vec![]);
+    let table = common::encode(&spec, &hierarchies, std::slice::from_ref(&batch));
+    let result = anonymize(&spec, &table).unwrap();
+    assert!(result.report.sensitive[0].distinct_l >= 2);
+}

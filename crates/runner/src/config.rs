@@ -23,7 +23,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use kanon_engine::hierarchy::Hierarchy;
 use kanon_engine::job::{HierarchyText, JobError};
-use kanon_engine::spec::{JobSpec, MissingSensitive};
+use kanon_engine::spec::JobSpec;
 use rustc_hash::FxHashMap;
 
 use crate::exit::Failure;
@@ -55,25 +55,83 @@ pub struct Override {
     pub source: String,
 }
 
-/// The overrides given by `KANON_*` variables in `vars`.
-pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<Override> {
-    let mut out: Vec<Override> = vars
-        .filter_map(|(k, v)| {
-            let rest = k.strip_prefix("KANON_")?;
-            let (section, key) = rest.split_once('_')?;
+/// `KANON_*` variables that are not job settings: read by `kanon-job` and
+/// the deploy files (deploy/README.md), the default pseudonym key, and the
+/// test suite's hooks (`KANON_TEST_*`).
+pub const OTHER_ENV_VARS: [&str; 8] = [
+    "KANON_JOB",
+    "KANON_OUTPUT",
+    "KANON_TIMEOUT",
+    "KANON_PARTITION",
+    "KANON_METRICS_JSON",
+    "KANON_REPORT",
+    "KANON_BIN",
+    kanon_engine::spec::DEFAULT_KEY_ENV,
+];
+
+/// The `KANON_*` variables of `vars`: the overrides they give
+/// (`KANON_<SECTION>_<KEY>`), and the names of those that are neither an
+/// override nor one of [`OTHER_ENV_VARS`] (a typo such as
+/// `KANON_PRIVACYK`, which [`Job::load`] refuses unless the job names it as
+/// a `key_env`).
+pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> (Vec<Override>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut unknown = Vec::new();
+    for (k, v) in vars {
+        let Some(rest) = k.strip_prefix("KANON_") else {
+            continue;
+        };
+        let setting = rest.split_once('_').and_then(|(section, key)| {
             let section = section.to_ascii_lowercase();
-            if !ENV_SECTIONS.contains(&section.as_str()) || key.is_empty() {
-                return None;
-            }
-            Some(Override {
-                key: format!("{section}.{}", key.to_ascii_lowercase()),
+            (ENV_SECTIONS.contains(&section.as_str()) && !key.is_empty())
+                .then(|| format!("{section}.{}", key.to_ascii_lowercase()))
+        });
+        match setting {
+            // `KANON_OUTPUT_...` is an override; `KANON_OUTPUT` alone is
+            // kanon-job's.
+            Some(key) => out.push(Override {
+                key,
                 value: v,
                 source: k,
-            })
+            }),
+            None if OTHER_ENV_VARS.contains(&k.as_str()) || rest.starts_with("TEST_") => {}
+            None => unknown.push(k),
+        }
+    }
+    out.sort_by(|a, b| a.source.cmp(&b.source));
+    unknown.sort();
+    (out, unknown)
+}
+
+/// The refusal of `KANON_*` variables that are no setting, each with the
+/// override it most likely meant.
+fn unknown_env_error(unknown: &[String]) -> Failure {
+    let described: Vec<String> = unknown
+        .iter()
+        .map(|name| {
+            let rest = &name["KANON_".len()..];
+            let meant = ENV_SECTIONS.iter().find_map(|s| {
+                let upper = s.to_ascii_uppercase();
+                rest.strip_prefix(upper.as_str())
+                    .filter(|key| !key.is_empty() && !key.starts_with('_'))
+                    .map(|key| format!("KANON_{upper}_{key}"))
+            });
+            match meant {
+                Some(m) => format!("`{name}` (did you mean `{m}`?)"),
+                None => format!("`{name}`"),
+            }
         })
         .collect();
-    out.sort_by(|a, b| a.source.cmp(&b.source));
-    out
+    Failure::bad_input(format!(
+        "environment variable(s) {} look like kanon settings but are not: an override is KANON_<SECTION>_<KEY> with SECTION one of {}, e.g. KANON_PRIVACY_K=10; other KANON_ variables kanon reads: {}. Rename or unset them, so that no setting is silently ignored (a key variable of a pseudonymised column is fine once the job names it in `key_env`)",
+        described.join(", "),
+        ENV_SECTIONS
+            .iter()
+            .map(|s| s.to_ascii_uppercase())
+            .collect::<Vec<_>>()
+            .join(", "),
+        OTHER_ENV_VARS.join(", ")
+    ))
 }
 
 /// Parses `--set key=value`.
@@ -166,7 +224,7 @@ impl Job {
                 path.display()
             ))
         })?;
-        let mut overrides = env_overrides(vars);
+        let (mut overrides, unknown_env) = env_overrides(vars);
         for s in &args.set {
             overrides.push(parse_set(s)?);
         }
@@ -209,6 +267,10 @@ impl Job {
         } else {
             format!(" with overrides {}", described.join(", "))
         };
+        let has_model = doc
+            .get("privacy")
+            .and_then(|p| p.as_table())
+            .is_some_and(|p| p.contains_key("k") || p.contains_key("requirements"));
         let spec: JobSpec = toml::Value::Table(doc)
             .try_into()
             .map_err(|e: toml::de::Error| {
@@ -218,6 +280,16 @@ impl Job {
                     e.to_string().trim_end()
                 ))
             })?;
+        JobSpec::require_privacy(has_model).map_err(|e| {
+            Failure::bad_input(format!("in job file {}{from}: {e}", path.display()))
+        })?;
+        let unknown_env: Vec<String> = unknown_env
+            .into_iter()
+            .filter(|name| !spec.attributes.iter().any(|a| a.key_env() == name))
+            .collect();
+        if !unknown_env.is_empty() {
+            return Err(unknown_env_error(&unknown_env).into());
+        }
         if !args.weaken_privacy {
             let weaker = match toml::Value::Table(base).try_into::<JobSpec>() {
                 Ok(file) => weakenings(&file, &spec),
@@ -398,80 +470,9 @@ fn lookup<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
     Some(value)
 }
 
-/// How `new` protects less than `file`: each weakened privacy setting with
-/// its old and new value (settings only, never data). Empty when `new` is at
-/// least as strict.
+/// How `new` protects less than `file` ([`JobSpec::weakenings`]).
 pub fn weakenings(file: &JobSpec, new: &JobSpec) -> Vec<String> {
-    let (a, b) = (&file.privacy, &new.privacy);
-    let mut out = Vec::new();
-    if b.k < a.k {
-        out.push(format!("privacy.k lowered from {} to {}", a.k, b.k));
-    }
-    match (a.l, b.l) {
-        (Some(x), None) => out.push(format!("privacy.l {x} removed")),
-        (Some(x), Some(y)) if y < x => out.push(format!("privacy.l lowered from {x} to {y}")),
-        _ => {}
-    }
-    if a.l.is_some() && file.diversity() != new.diversity() {
-        out.push(format!(
-            "privacy.diversity changed from {:?} to {:?}",
-            file.diversity(),
-            new.diversity()
-        ));
-    }
-    if let (Some(x), Some(y)) = (a.c, b.c) {
-        // Recursive (c,l)-diversity: r1 < c (rl + ... + rm); a larger c admits more.
-        if y > x {
-            out.push(format!("privacy.c raised from {x} to {y}"));
-        }
-    }
-    if a.l.is_some()
-        && a.missing_sensitive == MissingSensitive::Ignore
-        && b.missing_sensitive == MissingSensitive::Value
-    {
-        out.push(
-            "privacy.missing_sensitive changed from ignore to value (missing values would count toward l)"
-                .to_string(),
-        );
-    }
-    if new.suppression_limit() > file.suppression_limit() {
-        out.push(format!(
-            "privacy.suppression_limit raised from {} to {}",
-            file.suppression_limit(),
-            new.suppression_limit()
-        ));
-    }
-    let (sa, sb) = (file.diversity_columns(), new.diversity_columns());
-    if a.l.is_some() {
-        for c in sa.iter().filter(|c| !sb.contains(c)) {
-            out.push(format!(
-                "sensitive column `{c}` dropped from privacy.sensitive"
-            ));
-        }
-    }
-    for r in &a.requirements {
-        let shield: std::collections::BTreeSet<&String> = r.shield.iter().collect();
-        let kept = b.requirements.iter().any(|q| {
-            q.k >= r.k && q.shield.iter().collect::<std::collections::BTreeSet<_>>() == shield
-        }) || b.k >= r.k;
-        if !kept {
-            out.push(format!(
-                "requirement [{}] k = {} dropped or lowered",
-                r.shield.join(", "),
-                r.k
-            ));
-        }
-    }
-    // A registered model's parameters have no order kanon knows: any
-    // change to one the file names counts as weakening (fail closed).
-    for (name, params) in &a.models {
-        match b.models.get(name) {
-            None => out.push(format!("privacy.models.{name} removed")),
-            Some(p) if p != params => out.push(format!("privacy.models.{name} changed")),
-            Some(_) => {}
-        }
-    }
-    out
+    file.weakenings(new)
 }
 
 fn has_glob(s: &str) -> bool {

@@ -99,7 +99,13 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
                 std::io::ErrorKind::NotFound
                 | std::io::ErrorKind::PermissionDenied
                 | std::io::ErrorKind::InvalidData
-                | std::io::ErrorKind::InvalidInput => BAD_INPUT,
+                | std::io::ErrorKind::InvalidInput
+                // A path through a regular file, or a directory where a
+                // file belongs: the job names a wrong path, a retry will
+                // not help.
+                | std::io::ErrorKind::NotADirectory
+                | std::io::ErrorKind::IsADirectory
+                | std::io::ErrorKind::ReadOnlyFilesystem => BAD_INPUT,
                 _ => IO,
             };
         }

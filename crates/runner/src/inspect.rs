@@ -144,7 +144,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                     .collect();
                 let requirements = Privacy::from_spec(&job.spec)?.requirements().to_vec();
                 (
-                    job.spec.input,
+                    job.spec.input_spec(),
                     job.spec.storage,
                     qis,
                     vec![job.spec.privacy.k],
@@ -177,6 +177,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
     if args.config.is_none() {
         // As with a job: `KANON_STORAGE_*` first, then the flags.
         let mut overrides: Vec<_> = crate::config::env_overrides(std::env::vars())
+            .0
             .into_iter()
             .filter(|o| o.key.starts_with("storage."))
             .collect();
@@ -341,16 +342,16 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         delta_history: history.as_ref().map(|(_, h)| h.clone()),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
     if let Some((table, history)) = &history {
         crate::delta::print_history(table, history);
         if let Some(v) = report.delta_version {
-            println!("Version {v} read below.");
+            outln!("Version {v} read below.");
         }
     }
-    println!(
+    outln!(
         "{}: {} file(s), {}, {} bytes, {} rows, {} columns",
         report.input,
         report.files,
@@ -366,7 +367,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         .max()
         .unwrap_or(0);
     for c in &report.columns {
-        println!(
+        outln!(
             "  {:width$}  {}{}",
             c.name,
             c.data_type,
@@ -374,11 +375,11 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         );
     }
     if let Some(r) = &report.risk {
-        println!(
+        outln!(
             "risk for quasi-identifiers [{}]:",
             r.quasi_identifiers.join(", ")
         );
-        println!(
+        outln!(
             "  classes {}, smallest {}, unique rows {} ({:.2} %)",
             r.classes,
             r.smallest_class,
@@ -386,13 +387,13 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             100.0 * r.unique_rows as f64 / (report.rows as f64).max(1.0)
         );
         if r.rows_with_null_qi > 0 {
-            println!(
+            outln!(
                 "  rows with a null quasi-identifier: {}",
                 r.rows_with_null_qi
             );
         }
         for a in &r.at_risk {
-            println!(
+            outln!(
                 "  k = {:<4} {} rows at risk ({:.2} %) in {} classes smaller than k",
                 a.k,
                 a.rows,
@@ -401,9 +402,13 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             );
         }
         for q in &r.requirements {
-            println!(
+            outln!(
                 "  {}: achieved k {}, {} rows at risk in {} of {} projected tuples",
-                q.requirement, q.achieved_k, q.records_below_k, q.tuples_below_k, q.tuples
+                q.requirement,
+                q.achieved_k,
+                q.records_below_k,
+                q.tuples_below_k,
+                q.tuples
             );
         }
         print_profile(&r.profile);
@@ -438,7 +443,7 @@ fn read_qis(
 /// combinations that single records out (attribute names only).
 fn print_profile(p: &RiskProfile) {
     let t = p.prosecutor.threshold;
-    println!(
+    outln!(
         "  prosecutor risk: highest {:.4}, average {:.4}, {} records ({:.2} %) above {t}",
         p.prosecutor.highest,
         p.prosecutor.average,
@@ -446,7 +451,7 @@ fn print_profile(p: &RiskProfile) {
         100.0 * p.prosecutor.share_above_threshold
     );
     if let Some(j) = &p.journalist {
-        println!(
+        outln!(
             "  journalist risk: highest {:.4}, average {:.4}, {} records ({:.2} %) above {t}",
             j.highest,
             j.average,
@@ -454,13 +459,13 @@ fn print_profile(p: &RiskProfile) {
             100.0 * j.share_above_threshold
         );
     }
-    println!("  marketer risk: {:.4}", p.marketer);
+    outln!("  marketer risk: {:.4}", p.marketer);
     if let Some(u) = &p.population_uniqueness {
         let est = |e: &kanon_engine::metrics::risk::UniquenessEstimate| match e.share {
             Some(s) => format!("{:.4} %", 100.0 * s),
             None => "n/a".to_string(),
         };
-        println!(
+        outln!(
             "  population uniques (N = {}, sampling fraction {:.4}): Dankar {}{}, Pitman {}, Zayatz {}, SNB {}",
             u.population_size,
             u.sampling_fraction,
@@ -474,15 +479,17 @@ fn print_profile(p: &RiskProfile) {
         );
     }
     if let Some(m) = &p.msus {
-        println!(
+        outln!(
             "  minimal sample uniques (QI sets of up to {}): {} in {} records",
-            m.max_size, m.msus, m.records_with_msu
+            m.max_size,
+            m.msus,
+            m.records_with_msu
         );
         for a in m.attributes.iter().filter(|a| a.msus > 0) {
-            println!("    {:<20} in {} MSUs", a.attribute, a.msus);
+            outln!("    {:<20} in {} MSUs", a.attribute, a.msus);
         }
         for c in m.top_combinations.iter().take(5) {
-            println!(
+            outln!(
                 "    [{}] makes {} records unique",
                 c.attributes.join(", "),
                 c.records

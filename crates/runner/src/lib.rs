@@ -9,6 +9,26 @@
 //! errors are reported with their chain and mapped to exit codes that
 //! schedulers can act on (module `exit`).
 
+/// `println!` that never panics: a closed or broken standard output (`kanon
+/// ... | head -1`, a reader that went away) must not turn a job whose
+/// release is already committed into a crash (exit 101). What could not be
+/// printed is dropped; the exit code still says how the job ended.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics (see `outln!`): a closed standard error
+/// must not hide an error's exit code behind a panic.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod anonymize;
 mod artefact;
 mod certificate;
@@ -18,6 +38,7 @@ mod dataset;
 mod delta;
 mod exit;
 mod generate;
+mod guard;
 mod inspect;
 mod ops;
 mod release;
@@ -205,7 +226,7 @@ where
         Err(err) => {
             let code = exit::code_of(&err);
             match ui.format {
-                LogFormat::Text => eprintln!("error: {err:#}"),
+                LogFormat::Text => errln!("error: {err:#}"),
                 LogFormat::Json => {
                     tracing::error!(exit_code = code, error = %format!("{err:#}"), "failed")
                 }

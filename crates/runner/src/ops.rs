@@ -69,6 +69,9 @@ impl Ui {
             .with_target("aws_sdk", sdk);
         let builder = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
+            // A closed standard error must not crash the job: tracing's
+            // own report of a failed write is `eprintln!`, which panics.
+            .log_internal_errors(false)
             .with_max_level(level)
             .with_target(verbose >= 2);
         let _ = match format {

@@ -97,6 +97,7 @@ fn parse_table(arg: &str) -> Result<TableArg> {
 /// The `[storage]` settings from `KANON_STORAGE_*` and `--set storage.*`.
 fn storage_spec(args: &SqlArgs) -> Result<StorageSpec> {
     let mut overrides: Vec<_> = env_overrides(std::env::vars())
+        .0
         .into_iter()
         .filter(|o| o.key.starts_with("storage."))
         .collect();
@@ -224,6 +225,19 @@ fn code_of(e: &DataFusionError) -> u8 {
     }
 }
 
+/// Where a `COPY ... TO` writes, as a location (local paths with or
+/// without `file://`, S3 URLs); `None` for other plans or schemes.
+fn copy_location(plan: &datafusion::logical_expr::LogicalPlan) -> Option<Location> {
+    let datafusion::logical_expr::LogicalPlan::Copy(copy) = plan else {
+        return None;
+    };
+    let url = copy.output_url.as_str();
+    match url.strip_prefix("file://") {
+        Some(p) => Some(Location::Local(p.into())),
+        None => Location::parse(url).ok(),
+    }
+}
+
 /// The local file or directory a `COPY ... TO` writes, when it did not
 /// exist before the query: removed unless the query succeeds, since
 /// DataFusion's `COPY` writes in place and leaves a partial (or zero-row)
@@ -278,13 +292,17 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
         .map(|s| parse_size("--max-file-size", s))
         .transpose()?;
     if let Some(out) = &output {
-        if tables.iter().any(|t| &t.location == out) {
+        if let Some(t) = tables.iter().find(|t| out.overlaps(&t.location)) {
             return Err(Failure::bad_input(format!(
-                "output {out} is one of the --table inputs; choose another --output"
+                "output {out} is, contains or lies inside --table {}={}: writing it would overwrite what the query reads; choose another --output",
+                t.name, t.location
             ))
             .into());
         }
         crate::release::check_destination(&storage, out, max_file_bytes.is_some(), args.overwrite)?;
+        if !args.overwrite {
+            storage.check_conditional_writes(out)?;
+        }
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -308,12 +326,23 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             rt.block_on(register(&ctx, &storage, t, args))?;
         }
     }
-    let mut copy_target = None;
-    let planned = rt.block_on(async {
-        let df = ctx.sql(&args.query).await?;
-        copy_target = CopyTarget::of(df.logical_plan());
-        df.execute_stream().await
-    });
+    let df = match rt.block_on(ctx.sql(&args.query)) {
+        Ok(df) => df,
+        Err(e) => return Ok(fail(&e)),
+    };
+    // DataFusion's COPY truncates its target before the query runs: a
+    // target that is a table of the query would lose the input.
+    if let Some(target) = copy_location(df.logical_plan()) {
+        if let Some(t) = tables.iter().find(|t| target.overlaps(&t.location)) {
+            return Err(Failure::bad_input(format!(
+                "COPY ... TO {target} is, contains or lies inside --table {}={}: the query would overwrite the table it reads; copy to another path",
+                t.name, t.location
+            ))
+            .into());
+        }
+    }
+    let mut copy_target = CopyTarget::of(df.logical_plan());
+    let planned = rt.block_on(df.execute_stream());
     let mut stream = match planned {
         Ok(s) => s,
         Err(e) => return Ok(fail(&e)),
@@ -340,7 +369,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             let rows = writer.rows();
             writer.commit()?;
             if !ui.quiet {
-                println!("kanon sql: {rows} rows -> {out}");
+                outln!("kanon sql: {rows} rows -> {out}");
             }
         }
         None => {
@@ -364,12 +393,12 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
                 }
             }
             if !schema.fields().is_empty() {
-                println!("{}", pretty_format_batches(&shown)?);
+                outln!("{}", pretty_format_batches(&shown)?);
             }
             if kept < rows {
-                println!("({rows} rows, {kept} shown; --max-rows 0 shows all)");
+                outln!("({rows} rows, {kept} shown; --max-rows 0 shows all)");
             } else {
-                println!("({rows} rows)");
+                outln!("({rows} rows)");
             }
         }
     }
@@ -392,7 +421,7 @@ fn provenance() -> Vec<(String, String)> {
 }
 
 fn fail(e: &DataFusionError) -> ExitCode {
-    eprintln!("error: {e}");
+    errln!("error: {e}");
     ExitCode::from(code_of(e))
 }
 

@@ -57,7 +57,7 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     let mut failed = match check(&job, &privacy, &storage, &dataset, &label, ui)? {
         Checked::Holds(v) => {
             if !ui.quiet {
-                println!(
+                outln!(
                     "{label}: satisfies {} ({} rows in {} classes, smallest {})",
                     privacy.describe(),
                     v.published_rows,
@@ -70,7 +70,7 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
             false
         }
         Checked::Fails(msg) => {
-            println!("{label}: does NOT satisfy the job: {msg}");
+            outln!("{label}: does NOT satisfy the job: {msg}");
             tracing::warn!(release = %label, "release does not satisfy the job");
             true
         }
@@ -108,7 +108,7 @@ fn check_manifest(
     let at = crate::release::manifest_location(location, split);
     if storage.head(&at)?.is_none() {
         if !ui.quiet {
-            println!("  no manifest ({at} is missing): the files were not checked against one");
+            outln!("  no manifest ({at} is missing): the files were not checked against one");
         }
         return Ok(true);
     }
@@ -144,7 +144,7 @@ fn check_manifest(
     }
     if problems.is_empty() {
         if !ui.quiet {
-            println!(
+            outln!(
                 "  manifest holds: {} file(s), {} rows, the certificate's figures match (kanon {}, {} seed {})",
                 manifest.files.len(),
                 manifest.rows,
@@ -155,7 +155,7 @@ fn check_manifest(
         }
         return Ok(true);
     }
-    println!(
+    outln!(
         "  manifest {at} does NOT match the release: {}",
         problems.join("; ")
     );

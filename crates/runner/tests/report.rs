@@ -13,9 +13,9 @@ use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use common::*;
 
-/// Chromium, as Debian installs it, unless `KANON_CHROMIUM` names another.
+/// Chromium, as Debian installs it, unless `KANON_TEST_CHROMIUM` names another.
 fn chromium() -> PathBuf {
-    std::env::var_os("KANON_CHROMIUM").map_or("/usr/bin/chromium".into(), PathBuf::from)
+    std::env::var_os("KANON_TEST_CHROMIUM").map_or("/usr/bin/chromium".into(), PathBuf::from)
 }
 
 /// Whether Node and Chromium are there; panics under `CI=true` when not.
@@ -80,8 +80,8 @@ fn the_adult_report_renders_in_chromium() {
     if !chromium_ready() {
         return;
     }
-    let shot = match std::env::var_os("KANON_REPORT_SCREENSHOT") {
-        // KANON_REPORT_SCREENSHOT=docs/report-adult.png refreshes the README's.
+    let shot = match std::env::var_os("KANON_TEST_REPORT_SCREENSHOT") {
+        // KANON_TEST_REPORT_SCREENSHOT=docs/report-adult.png refreshes the README's.
         Some(p) => root().join(p),
         None => PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-adult.png"),
     };

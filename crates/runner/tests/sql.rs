@@ -232,3 +232,58 @@ fn a_failed_copy_leaves_no_file() {
     assert!(o.status.success(), "{:?}", text(&o));
     assert!(dest.exists());
 }
+
+/// Issue 32, item 2: a `COPY ... TO` whose target is (an alias of) a table
+/// of the query is refused before DataFusion truncates it; the input is
+/// untouched. An `anonymize()` over a subquery that selects no row is
+/// refused instead of publishing an empty release.
+#[test]
+fn copy_onto_an_input_and_an_empty_subquery_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    let input = d.join("t.csv");
+    let o = kanon(&[
+        "sql",
+        &format!(
+            "COPY (SELECT * FROM adult LIMIT 500) TO '{}' STORED AS CSV",
+            input.display()
+        ),
+        "--table",
+        ADULT,
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let before = std::fs::read(&input).unwrap();
+    let table = format!("t={}", input.display());
+    for target in [
+        input.display().to_string(),
+        format!("{}/sub/../t.csv", d.display()),
+        format!("{}/./t.csv", d.display()),
+    ] {
+        let o = kanon(&[
+            "sql",
+            &format!(
+                "COPY (SELECT * FROM anonymize('t', 'config = \"configs/adult.toml\"')) TO '{target}' STORED AS CSV"
+            ),
+            "--table",
+            &table,
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{target}: {out}\n{err}");
+        assert!(err.contains("COPY"), "{err}");
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            before,
+            "{target}: input changed"
+        );
+    }
+    let o = kanon(&[
+        "sql",
+        "SELECT * FROM anonymize((SELECT * FROM adult WHERE age > 1000), config => 'configs/adult.toml')",
+        "--table",
+        ADULT,
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("no rows"), "{err}");
+}

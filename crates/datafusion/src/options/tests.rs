@@ -43,7 +43,7 @@ fn config_file_is_loaded_then_overridden() {
     let repo = FileAccess::new(std::slice::from_ref(&root)).unwrap();
     let job = job_from_options(
         &format!(
-            r#"config = "{}", k = 5, algorithm.name = "datafly", privacy.suppression_limit = 0.01"#,
+            r#"config = "{}", k = 5, algorithm.name = "datafly", privacy.suppression_limit = 0.01, weaken_privacy = true"#,
             cfg.display()
         ),
         "anonymize",
@@ -150,4 +150,45 @@ fn files_outside_the_allowed_directories_are_refused() {
     let both = FileAccess::new(&[root.join("configs"), root.join("data")]).unwrap();
     job_from_options(&opts, "anonymize", &both).unwrap();
     assert!(FileAccess::new(&[root.join("no-such-dir")]).is_err());
+}
+
+/// Issue 32, item 10: SQL options may not weaken the `config` job file's
+/// privacy without `weaken_privacy = true`, as on the command line; a
+/// population table, which SQL never reads, is refused instead of ignored.
+#[test]
+fn options_may_not_weaken_the_job_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cfg = root.join("configs/adult.toml");
+    let repo = FileAccess::new(std::slice::from_ref(&root)).unwrap();
+    let call = |extra: &str| {
+        job_from_options(
+            &format!(r#"config = "{}", {extra}"#, cfg.display()),
+            "anonymize",
+            &repo,
+        )
+    };
+    for weaker in [
+        "k = 2",
+        "privacy.suppression_limit = 0.5",
+        r#"sensitive = "occupation""#,
+        r#"unlisted = "insensitive""#,
+    ] {
+        let err = call(weaker).unwrap_err().to_string();
+        assert!(
+            err.contains("would weaken the privacy") && err.contains("weaken_privacy = true"),
+            "{weaker}: {err}"
+        );
+        call(&format!("{weaker}, weaken_privacy = true")).unwrap();
+    }
+    // Stronger is fine.
+    assert_eq!(call("k = 20").unwrap().spec().privacy.k, 20);
+    let err = call(r#"risk.population = "/elsewhere.parquet""#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("risk.population"), "{err}");
+    // No privacy model at all is no default k = 2.
+    let err = job_from_options(r#"qi = ["age"]"#, "anonymize", &FileAccess::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("privacy.k"), "{err}");
 }

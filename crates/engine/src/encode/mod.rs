@@ -69,6 +69,40 @@ pub struct Encoder {
     n_rows: usize,
     excluded: Vec<u32>,
     missing_is_value: bool,
+    /// The placeholders of a missing sensitive value, trimmed, lower case
+    /// ([`crate::spec::PrivacySpec::missing_placeholders`]).
+    missing_placeholders: Vec<String>,
+}
+
+/// Makes the texts of a sensitive value that differ only by case or
+/// surrounding whitespace (`Cancer`, `cancer`, `Cancer `) one value, and
+/// every missing one (NULL, blank, `N/A`, `?`, ...) one value: each row's
+/// code becomes the first code of its kind, so l-diversity, t-closeness and
+/// the risk measures count `Cancer` once (issue 32, item 7). The published
+/// values are untouched. Returns how many codes were folded into another.
+fn fold_variants(codes: &mut crate::codes::Codes, labels: &[String], missing: &[bool]) -> usize {
+    let mut first: FxHashMap<String, u32> = FxHashMap::default();
+    let mut folded = 0;
+    let map: Vec<u32> = labels
+        .iter()
+        .enumerate()
+        .map(|(code, label)| {
+            let key = if missing[code] {
+                "\0missing".to_string()
+            } else {
+                label.trim().to_lowercase()
+            };
+            let to = *first.entry(key).or_insert(code as u32);
+            if to != code as u32 && !missing[code] {
+                folded += 1;
+            }
+            to
+        })
+        .collect();
+    if map.iter().enumerate().any(|(c, &to)| to != c as u32) {
+        codes.remap(&map);
+    }
+    folded
 }
 
 fn is_numeric(dt: &DataType) -> bool {
@@ -197,6 +231,7 @@ impl Encoder {
             excluded: Vec::new(),
             missing_is_value: spec.privacy.missing_sensitive
                 == crate::spec::MissingSensitive::Value,
+            missing_placeholders: spec.privacy.missing_placeholders(),
         })
     }
 
@@ -287,18 +322,30 @@ impl Encoder {
             .into_iter()
             .zip(self.sensitive_hierarchies)
             .map(|(c, hierarchy)| {
-                let q = c.finish(false)?;
+                let mut q = c.finish(false)?;
+                let is_missing: Vec<bool> = q
+                    .labels
+                    .iter()
+                    .enumerate()
+                    .map(|(code, label)| {
+                        let text = label.trim();
+                        text.is_empty()
+                            || q.values.as_ref().is_some_and(|v| v[code].is_nan())
+                            || (q.values.is_none()
+                                && self
+                                    .missing_placeholders
+                                    .iter()
+                                    .any(|m| *m == text.to_lowercase()))
+                    })
+                    .collect();
+                let folded = match q.values {
+                    Some(_) => 0,
+                    None => fold_variants(&mut q.codes, &q.labels, &is_missing),
+                };
                 let missing: Arc<[bool]> = if self.missing_is_value {
                     Arc::from(Vec::new())
                 } else {
-                    q.labels
-                        .iter()
-                        .enumerate()
-                        .map(|(code, label)| {
-                            label.trim().is_empty()
-                                || q.values.as_ref().is_some_and(|v| v[code].is_nan())
-                        })
-                        .collect()
+                    is_missing.into()
                 };
                 let mut column = SensitiveColumn::new(
                     q.name,
@@ -308,6 +355,7 @@ impl Encoder {
                     q.values.as_deref(),
                     excluded,
                 );
+                column.folded = folded;
                 if let Some(h) = hierarchy {
                     column.attach_hierarchy(h)?;
                 }

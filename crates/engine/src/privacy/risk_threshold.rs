@@ -103,6 +103,24 @@ impl PrivacyModel for RiskThreshold {
         }
         (!problems.is_empty()).then(|| problems.join("; "))
     }
+    /// The mean over the algorithm's classes: the algorithms make every
+    /// class at least `k` rows but do not aim at the mean, so a mean not
+    /// below the bound is a model this run could not reach (exit 3).
+    fn check_reached(&self, class_sizes: &[usize]) -> Result<()> {
+        let rows: usize = class_sizes.iter().sum();
+        let mean = Self::mean_risk(class_sizes.len(), rows);
+        if rows > 0 && mean >= self.mean {
+            return Err(Error::Unsatisfiable(format!(
+                "{}: the algorithm's {} classes of {rows} rows have mean risk {mean:.4}, not below {}; the algorithms make every class at least k = {} rows but do not aim at the mean: raise k (classes of more than 1/mean = {:.1} rows always meet it) or raise `mean`",
+                self.describe(),
+                class_sizes.len(),
+                self.mean,
+                self.k,
+                1.0 / self.mean
+            )));
+        }
+        Ok(())
+    }
     fn check_feasible(
         &self,
         _table: &QiTable,

@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::hierarchy::IntervalLevels;
 
-/// The role of a column in the job.
+/// The role of a column in the job. A job file must give every attribute
+/// its role: a forgotten `role` line would otherwise publish a column meant
+/// to be generalised as is (issue 32, item 1), so the default exists only
+/// for code that builds specs by hand.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
@@ -52,13 +55,16 @@ pub enum NullPolicy {
 }
 
 /// One column of the job.
+///
+/// Deserialised through a raw form with an optional role, which refuses an attribute
+/// without `role` (naming it and the five roles) instead of defaulting to
+/// `insensitive`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "RawAttribute")]
 pub struct AttributeSpec {
     /// Column name in the input.
     pub name: String,
-    /// Role; default insensitive.
-    #[serde(default)]
+    /// Role; required in a job file.
     pub role: Role,
     /// Numeric or categorical; default numeric when `intervals` or `cuts` are
     /// given or the column has a numeric type, categorical otherwise.
@@ -91,6 +97,70 @@ pub struct AttributeSpec {
     /// job: the key itself never is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_env: Option<String>,
+}
+
+/// An attribute as written in a job file: [`AttributeSpec`] with the role
+/// still optional, so that its absence is refused with a message that
+/// names the attribute.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAttribute {
+    name: String,
+    #[serde(default)]
+    role: Option<Role>,
+    #[serde(default, rename = "type")]
+    kind: Option<Kind>,
+    #[serde(default)]
+    hierarchy: Option<String>,
+    #[serde(default)]
+    hierarchy_delimiter: Option<String>,
+    #[serde(default)]
+    intervals: Option<Vec<f64>>,
+    #[serde(default)]
+    cuts: Option<Vec<Vec<f64>>>,
+    #[serde(default)]
+    masking: bool,
+    #[serde(default)]
+    weight: Option<f64>,
+    #[serde(default)]
+    nulls: NullPolicy,
+    #[serde(default)]
+    key_env: Option<String>,
+}
+
+impl TryFrom<RawAttribute> for AttributeSpec {
+    type Error = String;
+
+    fn try_from(raw: RawAttribute) -> std::result::Result<Self, String> {
+        let Some(role) = raw.role else {
+            let generalised = raw.hierarchy.is_some()
+                || raw.intervals.is_some()
+                || raw.cuts.is_some()
+                || raw.masking;
+            let hint = if generalised {
+                " (it has a generalisation, so it is probably `quasi-identifier`)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "attribute `{}` has no `role`{hint}; every attribute needs one, so that no column is published raw by accident: add `role = \"quasi-identifier\"` (or sensitive, identifying, pseudonymised, insensitive)",
+                raw.name
+            ));
+        };
+        Ok(AttributeSpec {
+            name: raw.name,
+            role,
+            kind: raw.kind,
+            hierarchy: raw.hierarchy,
+            hierarchy_delimiter: raw.hierarchy_delimiter,
+            intervals: raw.intervals,
+            cuts: raw.cuts,
+            masking: raw.masking,
+            weight: raw.weight,
+            nulls: raw.nulls,
+            key_env: raw.key_env,
+        })
+    }
 }
 
 /// The environment variable a pseudonymised column's key is read from when
@@ -139,6 +209,49 @@ impl AttributeSpec {
         } else {
             GeneralisationSpec::Flexible
         })
+    }
+
+    /// Refuses a generalisation on a column that is not generalised: a
+    /// `hierarchy`, `intervals`, `cuts` or `masking` on an insensitive,
+    /// identifying or pseudonymised column says the author meant a
+    /// quasi-identifier (a sensitive column may name a `hierarchy`: the
+    /// ground distance of hierarchical t-closeness).
+    ///
+    /// # Errors
+    /// [`Error::Spec`] naming the attribute and the setting.
+    pub fn check_generalisation_role(&self) -> Result<()> {
+        if self.role == Role::QuasiIdentifier {
+            return Ok(());
+        }
+        let given = [
+            (
+                "hierarchy",
+                self.hierarchy.is_some() && self.role != Role::Sensitive,
+            ),
+            ("intervals", self.intervals.is_some()),
+            ("cuts", self.cuts.is_some()),
+            ("masking", self.masking),
+        ];
+        if let Some((setting, _)) = given.iter().find(|(_, g)| *g) {
+            let role = serde_json::to_value(self.role)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            return Err(Error::spec(
+                format!("attributes.{}.{setting}", self.name),
+                format!(
+                    "`{setting}` generalises a quasi-identifier, but `{}` has role = \"{role}\", whose values are {}; set role = \"quasi-identifier\" if it should be generalised, or remove `{setting}`",
+                    self.name,
+                    match self.role {
+                        Role::Sensitive => "published as they are",
+                        Role::Identifying => "dropped",
+                        Role::Pseudonymised => "replaced by keyed hashes",
+                        _ => "published unchanged",
+                    }
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The weight of this attribute (default 1).

@@ -16,11 +16,14 @@ mod input_output;
 mod privacy;
 mod risk;
 mod validate;
+mod weaken;
 
 pub use algorithm::AlgorithmSpec;
 pub use attribute::{AttributeSpec, GeneralisationSpec, Kind, NullPolicy, Role, DEFAULT_KEY_ENV};
 pub use input_output::{InputSpec, OutputSpec, StorageSpec};
-pub use privacy::{Diversity, MissingSensitive, PrivacySpec, RequirementSpec};
+pub use privacy::{
+    Diversity, MissingSensitive, PrivacySpec, RequirementSpec, DEFAULT_MISSING_VALUES,
+};
 pub use risk::{RiskSpec, MSU_DEFAULT_MAX_RECORDS};
 
 use serde::{Deserialize, Serialize};
@@ -46,7 +49,9 @@ pub struct JobSpec {
     /// The policy for input columns not listed in `attributes`.
     #[serde(default)]
     pub columns: crate::columns::ColumnsSpec,
-    /// The privacy model the release must satisfy.
+    /// The privacy model the release must satisfy. The front ends' job
+    /// loaders refuse a job file without `[privacy]` ([`JobSpec::require_privacy`]):
+    /// the default here (k = 2) is for specs built in code.
     #[serde(default)]
     pub privacy: PrivacySpec,
     /// The algorithm and its parameters.
@@ -136,6 +141,45 @@ impl JobSpec {
                     (a.name.as_str(), p, d)
                 })
             })
+    }
+
+    /// Refuses a job document (TOML or JSON, overrides applied) that names
+    /// no privacy model: no `privacy` table with `k` or `requirements`.
+    /// kanon has no default k, so a forgotten `[privacy]` section never
+    /// certifies a protection nobody chose (issue 32, item 8). Every front
+    /// end's job loader calls it before deserialising.
+    ///
+    /// # Errors
+    /// [`crate::Error::Spec`] naming `privacy.k`.
+    pub fn require_privacy(has_k_or_requirements: bool) -> crate::error::Result<()> {
+        if has_k_or_requirements {
+            return Ok(());
+        }
+        Err(crate::Error::spec(
+            "privacy.k",
+            "the job names no privacy model: kanon has no default k, so that a forgotten `[privacy]` section never certifies a protection nobody chose; add `[privacy]` with `k = ...` (at least 2) or `requirements`",
+        ))
+    }
+
+    /// The columns whose values are identities, not quantities: the
+    /// identifying and pseudonymised ones. A front end reads them as text
+    /// ([`InputSpec::text_columns`]), so that type inference never merges
+    /// two identifiers (`007` and `7`).
+    pub fn text_columns(&self) -> Vec<String> {
+        self.attributes
+            .iter()
+            .filter(|a| matches!(a.role, Role::Identifying | Role::Pseudonymised))
+            .map(|a| a.name.clone())
+            .collect()
+    }
+
+    /// The input settings with [`JobSpec::text_columns`] filled in: what a
+    /// front end opens the input with.
+    pub fn input_spec(&self) -> InputSpec {
+        InputSpec {
+            text_columns: self.text_columns(),
+            ..self.input.clone()
+        }
     }
 
     /// The share of rows that may be suppressed.

@@ -46,11 +46,41 @@ pub struct PrivacySpec {
     /// recursive l, `value` counts them as one value of their own.
     #[serde(default)]
     pub missing_sensitive: MissingSensitive,
+    /// Texts that stand for a missing sensitive value, compared after
+    /// trimming and ignoring case; default [`DEFAULT_MISSING_VALUES`]
+    /// (`NULL`, `N/A`, `?`, ...). Together with NULL, NaN and blank text
+    /// they are missing: under `missing_sensitive = "ignore"` they count
+    /// toward no l, under `"value"` they are one value together. `[]`
+    /// leaves only NULL, NaN and blank text missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_values: Option<Vec<String>>,
     /// Further privacy models by registered name, each with its parameters
     /// (`[privacy.models.NAME]`; see `privacy::registry`): every published
     /// class must satisfy each of them too.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, serde_json::Value>,
+}
+
+/// The texts that stand for a missing sensitive value when the job gives
+/// no `privacy.missing_values` (compared trimmed, ignoring case): the
+/// placeholders of SQL, R, pandas, spreadsheets and survey exports. A real
+/// value among them only counts toward l less, which publishes less.
+pub const DEFAULT_MISSING_VALUES: [&str; 12] = [
+    "NULL", "N/A", "NA", "n.a.", "?", "-", "--", "NaN", "None", "nil", "#N/A", "(null)",
+];
+
+impl PrivacySpec {
+    /// The placeholders of a missing sensitive value, trimmed and in
+    /// lower case: `missing_values` or [`DEFAULT_MISSING_VALUES`].
+    pub fn missing_placeholders(&self) -> Vec<String> {
+        match &self.missing_values {
+            Some(v) => v.iter().map(|s| s.trim().to_lowercase()).collect(),
+            None => DEFAULT_MISSING_VALUES
+                .iter()
+                .map(|s| s.to_lowercase())
+                .collect(),
+        }
+    }
 }
 
 /// How l-diversity treats missing sensitive values (NULL, NaN, `""`).
@@ -76,6 +106,7 @@ impl Default for PrivacySpec {
             c: None,
             sensitive: None,
             missing_sensitive: MissingSensitive::Ignore,
+            missing_values: None,
             models: BTreeMap::new(),
         }
     }

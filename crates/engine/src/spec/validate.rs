@@ -55,6 +55,7 @@ impl JobSpec {
                 ));
             }
             a.generalisation()?;
+            a.check_generalisation_role()?;
             if a.key_env.is_some() && a.role != Role::Pseudonymised {
                 return Err(Error::spec(
                     format!("attributes.{}.key_env", a.name),
@@ -135,8 +136,13 @@ impl JobSpec {
             }
             return Ok(());
         };
-        if l < 1 {
-            return Err(Error::spec("privacy.l", "l must be at least 1"));
+        if l < 2 {
+            return Err(Error::spec(
+                "privacy.l",
+                format!(
+                    "l = {l} is no l-diversity (every class holds at least one sensitive value), so a certificate would claim a protection the release does not have; set l >= 2, or remove `l`"
+                ),
+            ));
         }
         match (self.diversity(), p.c) {
             (Diversity::Recursive, None) => {
@@ -214,7 +220,7 @@ mod tests {
     fn l_diversity_settings() {
         let job = |privacy: &str| -> JobSpec {
             toml::from_str(&format!(
-                "[privacy]\n{privacy}\n[[attributes]]\nname = \"q\"\nrole = \"qi\"\n[[attributes]]\nname = \"d\"\nrole = \"sensitive\"\n[[attributes]]\nname = \"x\"\n"
+                "[privacy]\n{privacy}\n[[attributes]]\nname = \"q\"\nrole = \"qi\"\n[[attributes]]\nname = \"d\"\nrole = \"sensitive\"\n[[attributes]]\nname = \"x\"\nrole = \"insensitive\"\n"
             ))
             .unwrap()
         };

@@ -53,6 +53,7 @@ use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
 use crate::exit::Failure;
+use crate::guard::Reads;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use crate::release::{parse_size, Manifest, ReleaseOptions, ReleaseWriter};
 use crate::report::{InputTally, Sources};
@@ -320,14 +321,14 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     if !ui.quiet {
         run.print_summary(files.len());
         if let (Some((d, _)), Some(version)) = (&plan.delta, delta_version) {
-            println!(
+            outln!(
                 "  Delta table   {} version {version} ({})",
                 d.location,
                 d.mode.name()
             );
         }
         if let Some(path) = &args.report {
-            println!("  report        {}", path.display());
+            outln!("  report        {}", path.display());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -379,6 +380,19 @@ impl Plan {
             ))
             .into());
         }
+        // Nothing the run writes may land on what it reads (the job file,
+        // the hierarchies, the population), nor on another of its outputs.
+        let mut reads = Reads::of_job(&job)?;
+        reads.add("the input", input.clone());
+        reads.claim("the release (--output, output.path)", output.clone())?;
+        for (flag, path) in [
+            ("the metrics JSON (--metrics-json)", &args.metrics_json),
+            ("the report (--report)", &args.report),
+        ] {
+            if let Some(path) = path {
+                reads.claim(flag, Location::Local(path.clone()))?;
+            }
+        }
         let overwrite = args.overwrite || spec.output.overwrite.unwrap_or(false);
         let max_file_bytes = spec
             .output
@@ -410,6 +424,11 @@ impl Plan {
                 Some((d, table))
             }
         };
+        // Publication without --overwrite and Delta commits rely on the
+        // store's conditional writes: probe them before any work.
+        if delta.is_some() || !overwrite {
+            storage.check_conditional_writes(&output)?;
+        }
         let pseudonymiser = job.pseudonymiser()?;
         let buffer_memory = match &spec.output.buffer_memory {
             Some(s) => parse_size("output.buffer_memory", s)?,
@@ -475,6 +494,22 @@ impl Plan {
 }
 
 /// Pass 1: the QI and sensitive columns only, encoded.
+/// Warns, by column and count (never a value), about sensitive texts that
+/// differ from another only by case or surrounding whitespace: they count
+/// toward l as one value but are published as written.
+pub(crate) fn warn_variants(qi: &kanon_engine::encode::QiTable) {
+    for column in qi.sensitive() {
+        let n = column.case_or_space_variants();
+        if n > 0 {
+            tracing::warn!(
+                column = column.name(),
+                variants = n,
+                "sensitive values that differ from another only by case or surrounding whitespace count as that one value toward l and t-closeness, and are published as written; normalise them in the data to publish them alike"
+            );
+        }
+    }
+}
+
 struct PassOne {
     dataset: Dataset,
     /// The input's batches, its QI and dropped columns left out, when they
@@ -490,7 +525,7 @@ impl PassOne {
     fn read(plan: &Plan, ui: &Ui) -> Result<PassOne> {
         let (spec, input) = (&plan.job.spec, &plan.input);
         let t = Instant::now();
-        let dataset = Dataset::open(&plan.storage, input, &spec.input)?;
+        let dataset = Dataset::open(&plan.storage, input, &spec.input_spec())?;
         let fits = |r: Result<(), Error>| r.with_context(|| plan.misfit());
         fits(kanon_engine::columns::check(
             spec,
@@ -547,6 +582,7 @@ impl PassOne {
             .into());
         }
         let qi = encoder.finish().with_context(|| plan.misfit())?;
+        warn_variants(&qi);
         let read_s = t.elapsed().as_secs_f64();
         tracing::info!(
             rows = rows_in,
@@ -821,7 +857,7 @@ fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {
 fn already_released(ui: &Ui, plan: &Plan, version: i64) {
     tracing::info!(output = %plan.output, table_version = version, "already released: nothing to do");
     if !ui.quiet {
-        println!(
+        outln!(
             "kanon anonymize: Delta table {} already holds this job's release of this input (table at version {version}); nothing to do",
             plan.output
         );

@@ -96,27 +96,34 @@ impl Run<'_> {
     pub(super) fn print_summary(&self, files: usize) {
         let (plan, result) = (self.plan, self.result);
         let r = &result.report;
-        println!("kanon anonymize: {} -> {}", plan.input, plan.output);
-        println!(
+        outln!("kanon anonymize: {} -> {}", plan.input, plan.output);
+        outln!(
             "  algorithm     {} ({})",
             result.algorithm,
             self.privacy.describe()
         );
-        println!(
+        outln!(
             "  rows          {} in, {} out, {} suppressed",
-            r.rows_in, r.rows_out, r.suppressed_rows
+            r.rows_in,
+            r.rows_out,
+            r.suppressed_rows
         );
-        println!(
+        outln!(
             "  classes       {} (smallest {}, largest {}), k achieved {}",
-            r.classes, r.smallest_class, r.largest_class, r.smallest_class
+            r.classes,
+            r.smallest_class,
+            r.largest_class,
+            r.smallest_class
         );
-        println!(
+        outln!(
             "  loss          NCP {:.4}, granularity {:.4}, distortion ratio {:.4}",
-            r.ncp, r.granularity, r.distortion_ratio
+            r.ncp,
+            r.granularity,
+            r.distortion_ratio
         );
         if let Some(p) = result.details.get("partitioned") {
             let f = |key: &str| p.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0);
-            println!(
+            outln!(
                 "  blocks        {} of {}-{} rows (partition {:.3} s, blocks {:.3} s, union {:.3} s)",
                 f("blocks"),
                 f("block_rows_min"),
@@ -127,7 +134,7 @@ impl Run<'_> {
             );
             if let Some(e) = p.get("executor").filter(|e| e.is_object()) {
                 let g = |key: &str| e.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0);
-                println!(
+                outln!(
                     "  workers       {} ({} tasks; {:.1} MiB sent, {:.1} MiB back; {:.3} s)",
                     g("workers"),
                     g("tasks"),
@@ -138,9 +145,9 @@ impl Run<'_> {
             }
         }
         if files > 1 {
-            println!("  files         {} ({} bytes)", files, self.bytes_out);
+            outln!("  files         {} ({} bytes)", files, self.bytes_out);
         }
-        println!(
+        outln!(
             "  time          {:.3} s (pass 1 {:.3}, algorithm {:.3}, verify {:.3}, pass 2 {:.3})",
             self.total_s,
             self.read_s,
@@ -156,24 +163,25 @@ impl Run<'_> {
 pub(super) fn dry_run(ui: &Ui, plan: &Plan, first: &PassOne, privacy: &Privacy) {
     let spec = &plan.job.spec;
     if !ui.quiet {
-        println!(
+        outln!(
             "kanon anonymize --dry-run: {} -> {}",
-            plan.input, plan.output
+            plan.input,
+            plan.output
         );
-        println!(
+        outln!(
             "  input         {} file(s), {}, {} rows, {} columns",
             first.dataset.n_files(),
             first.dataset.format.name(),
             first.rows_in,
             first.dataset.schema.fields().len()
         );
-        println!(
+        outln!(
             "  job           {} ({}), {} quasi-identifiers checked against their hierarchies",
             spec.algorithm.name,
             privacy.describe(),
             first.qi.n_qi()
         );
-        println!("  ok            nothing was written");
+        outln!("  ok            nothing was written");
     }
     tracing::info!(input = %plan.input, rows = first.rows_in, "dry run passed");
 }

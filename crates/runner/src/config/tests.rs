@@ -1,6 +1,7 @@
 //! Tests of job loading and overrides.
 
 use super::*;
+use kanon_engine::spec::MissingSensitive;
 
 fn args(config: &Path) -> JobArgs {
     JobArgs {
@@ -189,4 +190,84 @@ fn values_are_toml_or_strings() {
     );
     assert_eq!(toml_value(";"), toml::Value::String(";".into()));
     assert!(matches!(toml_value("[5, 10]"), toml::Value::Array(_)));
+}
+
+/// Issue 32, item 9: a malformed `KANON_*` name is refused, naming the
+/// override it most likely meant; a `key_env` the job names is not.
+#[test]
+fn malformed_kanon_variables_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = job_file(dir.path());
+    let env = vec![("KANON_PRIVACYK".to_string(), "50".to_string())];
+    let err = Job::load_with_env(&args(&p), env.into_iter())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`KANON_PRIVACYK`") && err.contains("did you mean `KANON_PRIVACY_K`"),
+        "{err}"
+    );
+    assert!(!err.contains("50"), "the value is not shown: {err}");
+    // kanon-job's own variables, and the test hooks, are no settings.
+    let env = vec![
+        ("KANON_JOB".to_string(), "/etc/kanon/job.toml".to_string()),
+        ("KANON_OUTPUT".to_string(), "s3://b/k/".to_string()),
+        ("KANON_TEST_BARRIER".to_string(), "x".to_string()),
+    ];
+    Job::load_with_env(&args(&p), env.into_iter()).unwrap();
+    // A pseudonym key named by the job.
+    std::fs::write(
+        &p,
+        "[privacy]\nk = 10\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n[[attributes]]\nname = \"id\"\nrole = \"pseudonymised\"\nkey_env = \"KANON_ID_KEY\"\n",
+    )
+    .unwrap();
+    let env = vec![("KANON_ID_KEY".to_string(), "k".repeat(32))];
+    Job::load_with_env(&args(&p), env.into_iter()).unwrap();
+}
+
+/// Issue 32, items 1 and 8: a forgotten `role`, a generalisation on a
+/// column that is not generalised, a job without `[privacy]`, and `l = 1`
+/// are refused, each naming the setting.
+#[test]
+fn roles_and_privacy_are_never_defaulted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("job.toml");
+    let load = |text: &str| {
+        std::fs::write(&p, text).unwrap();
+        Job::load_with_env(&args(&p), std::iter::empty()).map(|_| ())
+    };
+    let qi = "[[attributes]]\nname = \"age\"\nrole = \"qi\"\n";
+    let err = load(&format!(
+        "[privacy]\nk = 5\n{qi}[[attributes]]\nname = \"zip\"\nmasking = true\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("`zip` has no `role`") && err.contains("quasi-identifier"),
+        "{err}"
+    );
+    let err = load(&format!(
+        "[privacy]\nk = 5\n{qi}[[attributes]]\nname = \"zip\"\nrole = \"insensitive\"\nmasking = true\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("attributes.zip.masking") && err.contains("role = \"quasi-identifier\""),
+        "{err}"
+    );
+    let err = load(qi).unwrap_err().to_string();
+    assert!(
+        err.contains("privacy.k") && err.contains("no default k"),
+        "{err}"
+    );
+    let err = load(&format!(
+        "[privacy]\nk = 5\nl = 1\n{qi}[[attributes]]\nname = \"d\"\nrole = \"sensitive\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("privacy.l") && err.contains("l = 1"), "{err}");
+    // A sensitive column may name a hierarchy (t-closeness' ground distance).
+    load(&format!(
+        "[privacy]\nk = 5\n{qi}[[attributes]]\nname = \"d\"\nrole = \"sensitive\"\n"
+    ))
+    .unwrap();
 }

@@ -50,9 +50,10 @@ impl Dataset {
             format = format.with_comment(c);
         }
         let first = &metas[0];
+        let infer_rows = spec.infer_rows.unwrap_or(10_000).max(1);
         let reader = storage.open_read(&first.location)?;
         let (schema, _) = format
-            .infer_schema(reader, Some(spec.infer_rows.unwrap_or(10_000).max(1)))
+            .infer_schema(reader, Some(infer_rows))
             .map_err(|e| csv_error(e, &first.location, None, 0))
             .with_context(|| {
                 format!(
@@ -60,6 +61,7 @@ impl Dataset {
                     first.location
                 )
             })?;
+        let schema = keep_identities(storage, first, &format, schema, spec, infer_rows)?;
         Ok(Dataset {
             format: Format::Csv,
             schema: Arc::new(schema),
@@ -77,6 +79,114 @@ impl Dataset {
             footer_hash: None,
             delta_version: None,
         })
+    }
+}
+
+/// The inferred schema with every column whose values would change
+/// identity as numbers or booleans read as text instead (issue 32, item 5):
+/// the job's identifying and pseudonymised columns always
+/// ([`InputSpec::text_columns`]), and any column whose sampled values
+/// (the rows type inference read) are not all in a form that reading as
+/// the type keeps: `007`, `+7` or `TRUE` would be read as `7`, `7` and
+/// `true`, so four patients `007`, `07`, `7` and `0007` would become one.
+/// (Rows past the sample are not checked: an identifier column is
+/// declared `identifying` or `pseudonymised` and always read as text.)
+fn keep_identities(
+    storage: &Storage,
+    first: &FileMeta,
+    format: &arrow_csv::reader::Format,
+    schema: Schema,
+    spec: &InputSpec,
+    infer_rows: usize,
+) -> Result<Schema> {
+    use arrow::array::{Array, StringArray};
+    use arrow::datatypes::{DataType, Field};
+    let typed: Vec<usize> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !matches!(f.data_type(), DataType::Utf8 | DataType::Null))
+        .map(|(i, _)| i)
+        .collect();
+    let mut text: Vec<bool> = schema
+        .fields()
+        .iter()
+        .map(|f| spec.text_columns.iter().any(|c| c == f.name()))
+        .collect();
+    let sampled: Vec<usize> = typed.iter().copied().filter(|&i| !text[i]).collect();
+    if !sampled.is_empty() {
+        // The same rows again, every column as text.
+        let as_text = Arc::new(Schema::new(
+            schema
+                .fields()
+                .iter()
+                .map(|f| Field::new(f.name(), DataType::Utf8, true))
+                .collect::<Vec<_>>(),
+        ));
+        let reader = arrow_csv::ReaderBuilder::new(as_text.clone())
+            .with_format(format.clone())
+            .with_projection(sampled.clone())
+            .build(storage.open_read(&first.location)?)
+            .map_err(|e| csv_error(e, &first.location, Some(&as_text), 0))?;
+        let mut seen = 0usize;
+        for batch in reader {
+            let batch = batch.map_err(|e| csv_error(e, &first.location, Some(&as_text), 0))?;
+            let take = batch.num_rows().min(infer_rows - seen);
+            for (j, &i) in sampled.iter().enumerate() {
+                if text[i] {
+                    continue;
+                }
+                let values = batch
+                    .column(j)
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .expect("read as Utf8");
+                let ty = schema.field(i).data_type();
+                text[i] = (0..take)
+                    .filter(|&r| values.is_valid(r))
+                    .any(|r| !prints_back(values.value(r), ty));
+            }
+            seen += take;
+            if seen >= infer_rows {
+                break;
+            }
+        }
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(&text)
+        .map(|(f, &as_text)| match as_text {
+            true if f.data_type() != &DataType::Utf8 => {
+                tracing::info!(column = %f.name(), inferred = %f.data_type(), "CSV column read as text: an identifier, or values a number would change");
+                Field::new(f.name(), DataType::Utf8, true)
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Ok(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// Whether `text` is the one form a value of `ty` prints as, so reading it
+/// as `ty` keeps its identity. Empty text is null.
+fn prints_back(text: &str, ty: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType;
+    if text.is_empty() {
+        return true;
+    }
+    match ty {
+        DataType::Int64 => text.parse::<i64>().is_ok_and(|v| v.to_string() == text),
+        DataType::Float64 => {
+            // A quantity may be written `1.50` or `1.5e0`; a leading zero
+            // or plus sign says the text is a code (`007.5`, `+33.1`).
+            let digits = text.strip_prefix('-').unwrap_or(text);
+            let leading_zero =
+                digits.len() > 1 && digits.starts_with('0') && !digits[1..].starts_with('.');
+            !(digits.starts_with('+') || leading_zero)
+        }
+        DataType::Boolean => text == "true" || text == "false",
+        // Dates and timestamps: arrow reads the ISO forms it infers.
+        _ => true,
     }
 }
 

@@ -116,7 +116,7 @@ fn parse_commit(version: i64, bytes: &[u8]) -> Result<Release> {
 
 /// Prints the history as `kanon inspect` does.
 pub fn print_history(table: &Table, releases: &[Release]) {
-    println!(
+    outln!(
         "Delta table {}: {} version(s) in its log",
         table.location,
         releases.len()
@@ -126,7 +126,7 @@ pub fn print_history(table: &Table, releases: &[Release]) {
             .rows_added
             .map(|n| n.to_string())
             .unwrap_or_else(|| "?".into());
-        println!(
+        outln!(
             "  version {:>4}  {:<14} +{} files (-{})  {} rows added",
             r.version,
             r.operation.as_deref().unwrap_or("?"),
@@ -142,7 +142,7 @@ pub fn print_history(table: &Table, releases: &[Release]) {
                     .iter()
                     .map(|q| format!("{} achieved k = {}", q.requirement, q.achieved_k))
                     .collect();
-                println!(
+                outln!(
                     "                kanon {} {} seed {}: k achieved {}, {} published, {} suppressed; {}",
                     c.kanon_version,
                     c.algorithm,
@@ -153,13 +153,15 @@ pub fn print_history(table: &Table, releases: &[Release]) {
                     reqs.join("; ")
                 );
                 for l in &c.l_achieved {
-                    println!(
+                    outln!(
                         "                l achieved on {}: distinct {}, entropy {:.3}",
-                        l.column, l.distinct_l, l.entropy_l
+                        l.column,
+                        l.distinct_l,
+                        l.entropy_l
                     );
                 }
                 for m in &c.verified.models {
-                    println!(
+                    outln!(
                         "                {}{}",
                         m.model,
                         m.achieved
@@ -168,7 +170,7 @@ pub fn print_history(table: &Table, releases: &[Release]) {
                             .unwrap_or_default()
                     );
                 }
-                println!(
+                outln!(
                     "                job {} input {}{}",
                     c.job_hash,
                     c.input.fingerprint.as_deref().unwrap_or("?"),
@@ -178,7 +180,7 @@ pub fn print_history(table: &Table, releases: &[Release]) {
                         .unwrap_or_default()
                 );
             }
-            None => println!("                no kanon certificate (not a kanon release)"),
+            None => outln!("                no kanon certificate (not a kanon release)"),
         }
     }
 }
@@ -234,7 +236,7 @@ pub fn check_certificates(
         let Some(c) = &r.certificate else { continue };
         if r.added.is_empty() || !r.added.iter().all(|p| active.contains(p)) {
             if !ui.quiet {
-                println!(
+                outln!(
                     "  version {}: certificate not re-checked, its rows were replaced later",
                     r.version
                 );
@@ -247,7 +249,7 @@ pub fn check_certificates(
         let found = match check(job, privacy, storage, &dataset, &label, ui)? {
             Checked::Holds(v) => v,
             Checked::Fails(msg) => {
-                println!("  version {}: does NOT satisfy the job: {msg}", r.version);
+                outln!("  version {}: does NOT satisfy the job: {msg}", r.version);
                 all_hold = false;
                 continue;
             }
@@ -259,13 +261,13 @@ pub fn check_certificates(
                     true => "this job",
                     false => "another job (its hash differs from this job's)",
                 };
-                println!(
+                outln!(
                     "  version {}: certificate holds ({} rows, smallest class {}, made by {job_note})",
                     r.version, found.published_rows, found.smallest_class
                 );
             }
         } else {
-            println!(
+            outln!(
                 "  version {}: certificate does NOT match the data: {}",
                 r.version,
                 differs.join("; ")

@@ -206,7 +206,7 @@ pub fn run(args: &GenerateArgs, quiet: bool) -> Result<ExitCode> {
     })?;
     if !quiet {
         let bytes = std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0);
-        println!(
+        outln!(
             "kanon generate: {} rows like {} (seed {}, {} extra columns) -> {} ({:.1} MB, {} row groups) in {:.2} s",
             args.rows,
             args.like.name(),

@@ -25,8 +25,39 @@ pub fn check_destination(
     split: bool,
     overwrite: bool,
 ) -> Result<()> {
+    if let Location::Local(p) = dest {
+        under_directories(p)?;
+    }
     remove_stale(storage, dest, split);
     destination_free(storage, dest, split, overwrite)
+}
+
+/// Refuses a local output whose nearest existing ancestor is not a
+/// directory (`file.txt/out.parquet`): the job names a wrong path, which a
+/// retry cannot fix (exit 2, not 4).
+///
+/// # Errors
+/// A bad-input failure naming the output and the file in its way.
+fn under_directories(path: &std::path::Path) -> Result<()> {
+    let mut ancestor = path.parent();
+    while let Some(a) = ancestor {
+        if a.as_os_str().is_empty() {
+            break;
+        }
+        if let Ok(meta) = std::fs::metadata(a) {
+            if meta.is_dir() {
+                return Ok(());
+            }
+            return Err(Failure::bad_input(format!(
+                "output {} cannot be written: {} is a file, not a directory; choose an output path in a directory",
+                path.display(),
+                a.display()
+            ))
+            .into());
+        }
+        ancestor = a.parent();
+    }
+    Ok(())
 }
 
 /// [`check_destination`] without the cleanup (at commit, where the run's own

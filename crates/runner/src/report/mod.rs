@@ -37,6 +37,7 @@ use crate::artefact::Artefact;
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::exit::{self, Failure};
+use crate::guard::Reads;
 use crate::ops::{check_interrupt, Ui};
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
@@ -107,6 +108,13 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
     let privacy = Privacy::from_spec(spec)?;
     let storage = Storage::new(&spec.storage);
     let location = Location::parse(&args.release)?;
+    // The report may not land on the release, the job's files or its input.
+    let mut reads = Reads::of_job(&job)?;
+    reads.add("the release (RELEASE)", location.clone());
+    if let (false, Ok(input)) = (args.no_input, job.input(args.input.as_deref())) {
+        reads.add("the input", input);
+    }
+    reads.check("the report (-o)", &Location::Local(args.output.clone()))?;
     let release = Dataset::open(&storage, &location, &InputSpec::default())
         .with_context(|| format!("cannot open the release {location} (RELEASE argument)"))?;
     let metadata = provenance_of(&release.schema);
@@ -197,7 +205,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
     };
     write(&args.output, &sources, "--output")?;
     if !ui.quiet {
-        println!(
+        outln!(
             "kanon report: {location} -> {} (release {})",
             args.output.display(),
             if verified_ok {
@@ -209,7 +217,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
     }
     tracing::info!(release = %location, report = %args.output.display(), verified = verified_ok, "report written");
     if let Err(msg) = &verified {
-        println!("{location}: {msg}");
+        outln!("{location}: {msg}");
         return Ok(ExitCode::from(exit::VERIFY_FAILED));
     }
     Ok(ExitCode::SUCCESS)
@@ -224,7 +232,7 @@ fn read_input(
     ui: &Ui,
 ) -> Result<(InputTally, RiskProfile, Option<String>)> {
     let spec = &job.spec;
-    let dataset = Dataset::open(storage, input, &spec.input)?;
+    let dataset = Dataset::open(storage, input, &spec.input_spec())?;
     let mut encoder = Encoder::try_new(spec, &job.hierarchies, &dataset.schema)?;
     let columns: Vec<String> = spec
         .quasi_identifiers()
@@ -264,7 +272,7 @@ pub(crate) fn input_risk(job: &Job, storage: &Storage, table: &QiTable) -> Resul
 
 /// The QI columns of a population table, read as labels.
 fn read_population(job: &Job, storage: &Storage, location: &Location) -> Result<QiTable> {
-    let dataset = Dataset::open(storage, location, &job.spec.input)?;
+    let dataset = Dataset::open(storage, location, &job.spec.input_spec())?;
     let qis: Vec<String> = job
         .spec
         .quasi_identifiers()
