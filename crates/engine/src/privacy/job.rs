@@ -211,19 +211,15 @@ impl Privacy {
     }
 
     /// Checks the whole-release parts the algorithms do not aim at
-    /// ([`PrivacyModel::check_reached`]) on the published class sizes of a
-    /// partition.
+    /// ([`PrivacyModel::check_reached`]) on a partition; models without
+    /// such a part cost nothing.
     ///
     /// # Errors
     /// [`Error::Unsatisfiable`](crate::error::Error::Unsatisfiable) naming the model.
     pub fn check_reached(&self, partition: &crate::partition::Partition) -> Result<()> {
-        let (class_of_group, classes) = partition.published_classes();
-        let mut sizes = vec![0usize; classes];
-        for (g, size) in partition.group_sizes().into_iter().enumerate() {
-            sizes[class_of_group[g] as usize] += size;
-        }
-        sizes.retain(|&s| s > 0);
-        self.models.iter().try_for_each(|m| m.check_reached(&sizes))
+        self.models
+            .iter()
+            .try_for_each(|m| m.check_reached(partition))
     }
 
     /// Checks that the table can satisfy every model at all.

@@ -118,8 +118,8 @@ pub trait PrivacyModel: Debug + Send + Sync {
     }
     /// Checks, after the algorithm and before the verification, a part of
     /// the model that is a property of the whole release which the
-    /// algorithms do not aim at (the mean risk of a [`RiskThreshold`]):
-    /// `class_sizes` are the rows of each published class. Missing it means
+    /// algorithms do not aim at (the mean risk of a [`RiskThreshold`]), on
+    /// the algorithm's `partition`. Missing it means
     /// the model cannot be reached by this algorithm on this input, not a
     /// bug, so it is [`Error::Unsatisfiable`] (exit 3), and the verifier
     /// still refuses such a release whatever this says. The default checks
@@ -127,8 +127,8 @@ pub trait PrivacyModel: Debug + Send + Sync {
     ///
     /// # Errors
     /// [`Error::Unsatisfiable`] saying what was reached and how to reach it.
-    fn check_reached(&self, class_sizes: &[usize]) -> Result<()> {
-        let _ = class_sizes;
+    fn check_reached(&self, partition: &crate::partition::Partition) -> Result<()> {
+        let _ = partition;
         Ok(())
     }
     /// Checks, before any work, that the table (with `active_rows` rows the

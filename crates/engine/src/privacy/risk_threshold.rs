@@ -106,7 +106,14 @@ impl PrivacyModel for RiskThreshold {
     /// The mean over the algorithm's classes: the algorithms make every
     /// class at least `k` rows but do not aim at the mean, so a mean not
     /// below the bound is a model this run could not reach (exit 3).
-    fn check_reached(&self, class_sizes: &[usize]) -> Result<()> {
+    fn check_reached(&self, partition: &crate::partition::Partition) -> Result<()> {
+        // Rows per published class: groups with equal tuples are one class.
+        let (class_of_group, classes) = partition.published_classes();
+        let mut class_sizes = vec![0usize; classes];
+        for (g, size) in partition.group_sizes().into_iter().enumerate() {
+            class_sizes[class_of_group[g] as usize] += size;
+        }
+        class_sizes.retain(|&s| s > 0);
         let rows: usize = class_sizes.iter().sum();
         let mean = Self::mean_risk(class_sizes.len(), rows);
         if rows > 0 && mean >= self.mean {
