@@ -111,6 +111,13 @@ impl AnonymizeExec {
         self.job.settings()
     }
 
+    /// The job the node anonymises under (its spec and parsed
+    /// hierarchies): what a front end that publishes the node's output
+    /// verifies it against and certifies.
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
+
     /// The output columns of the release, when projected.
     pub fn projection(&self) -> Option<&[usize]> {
         self.projection.as_deref()

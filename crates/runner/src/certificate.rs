@@ -11,6 +11,7 @@
 //!
 //! The certificate names attributes, never values of records.
 
+use kanon_engine::metrics::SensitiveDiversity;
 use kanon_engine::spec::JobSpec;
 use kanon_engine::verify::Verified;
 use kanon_engine::Anonymization;
@@ -79,6 +80,48 @@ impl Certificate {
         rows_in: u64,
         input: InputIdentity,
     ) -> Certificate {
+        Certificate::of(
+            job,
+            result.algorithm.clone(),
+            &result.report.sensitive,
+            verified,
+            rows_in,
+            input,
+        )
+    }
+
+    /// The certificate of a release kanon verified by its labels only (a
+    /// SQL query's result over `anonymize()`): the l-diversity is what the
+    /// published classes achieve, and every row read but not published is
+    /// counted as suppressed, whether the algorithm or the query withheld
+    /// it.
+    pub fn of_labels(
+        job: &Job,
+        verified: &Verified,
+        diversity: &[SensitiveDiversity],
+        rows_in: u64,
+    ) -> Certificate {
+        let mut verified = verified.clone();
+        verified.suppressed_rows = (rows_in as usize).saturating_sub(verified.published_rows);
+        verified.excluded_rows = 0;
+        Certificate::of(
+            job,
+            job.spec.algorithm.name.clone(),
+            diversity,
+            &verified,
+            rows_in,
+            InputIdentity::default(),
+        )
+    }
+
+    fn of(
+        job: &Job,
+        algorithm: String,
+        diversity: &[SensitiveDiversity],
+        verified: &Verified,
+        rows_in: u64,
+        input: InputIdentity,
+    ) -> Certificate {
         let spec = &job.spec;
         let names = |it: &mut dyn Iterator<Item = &kanon_engine::spec::AttributeSpec>| {
             it.map(|a| a.name.clone()).collect::<Vec<_>>()
@@ -86,7 +129,7 @@ impl Certificate {
         Certificate {
             kanon_version: env!("CARGO_PKG_VERSION").into(),
             job_hash: job_hash(job),
-            algorithm: result.algorithm.clone(),
+            algorithm,
             algorithm_params: serde_json::to_value(&spec.algorithm).unwrap_or_default(),
             seed: spec.algorithm.seed,
             privacy: serde_json::to_value(&spec.privacy).unwrap_or_default(),
@@ -96,9 +139,7 @@ impl Certificate {
             rows_published: verified.published_rows as u64,
             rows_suppressed: (verified.suppressed_rows + verified.excluded_rows) as u64,
             verified: verified.clone(),
-            l_achieved: result
-                .report
-                .sensitive
+            l_achieved: diversity
                 .iter()
                 .map(|d| LAchieved {
                     column: d.name.clone(),

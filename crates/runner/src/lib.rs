@@ -41,6 +41,7 @@ mod generate;
 mod guard;
 mod inspect;
 mod ops;
+mod publish;
 mod release;
 mod report;
 mod spill;

@@ -13,16 +13,25 @@ use clap::Args;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::error::DataFusionError;
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 use futures::StreamExt;
+use kanon_datafusion::AnonymizeExec;
+use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::StorageSpec;
 
+use crate::certificate::Certificate;
+use crate::config::Job;
 use crate::config::{apply_overrides, env_overrides, parse_set};
 use crate::dataset::Format;
+use crate::delta::DeltaOutput;
 use crate::exit::{self, Failure};
 use crate::ops::{check_interrupt, Ui};
-use crate::release::{parse_size, ReleaseOptions, ReleaseWriter};
+use crate::publish::{Published, Publisher, Target};
+use crate::release::{parse_size, ReleaseOptions};
 use crate::storage::{Location, Storage};
+use crate::verify::{Checked, ReleaseCheck};
 
 /// Arguments of `kanon sql`.
 #[derive(Debug, Args)]
@@ -319,9 +328,11 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
     };
     kanon_datafusion::register_with(&ctx, options)
         .context("cannot register kanon's SQL functions (check --allow-dir)")?;
+    let mut delta_tables = Vec::new();
     for t in &tables {
         if crate::dataset::is_delta_table(&storage, &t.location)? {
             register_delta(&ctx, &storage, t)?;
+            delta_tables.push(t);
         } else {
             rt.block_on(register(&ctx, &storage, t, args))?;
         }
@@ -330,6 +341,58 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
         Ok(df) => df,
         Err(e) => return Ok(fail(&e)),
     };
+    // A write into a registered table is kanon's to publish (INSERT INTO a
+    // Delta table), or refused: DataFusion's and delta-rs's sinks would
+    // commit it with no verification of the table's rows and no
+    // certificate.
+    if let LogicalPlan::Dml(dml) = df.logical_plan() {
+        let table = inserted_delta_table(dml, &delta_tables)?;
+        if output.is_some() {
+            return Err(Failure::bad_input(
+                "--output and INSERT INTO both say where the result goes: drop --output",
+            )
+            .into());
+        }
+        let delta = DeltaOutput {
+            location: table.location.clone(),
+            mode: crate::delta::Mode::Append,
+            partition: Default::default(),
+        };
+        storage.check_conditional_writes(&table.location)?;
+        let target = Target::Delta(delta, crate::delta::Table::at(&storage, &table.location)?);
+        let options = ReleaseOptions {
+            max_file_bytes,
+            row_group_rows: 1 << 20,
+            zstd_level: 3,
+            overwrite: false,
+            metadata: provenance(),
+            direct: Some(crate::delta::run_token()),
+        };
+        let what = format!("INSERT INTO {}", table.name);
+        let published = publish_query(
+            &rt,
+            &ctx,
+            dml.input.as_ref().clone(),
+            &storage,
+            target,
+            options,
+            &what,
+            ui,
+        )?;
+        let (rows, version) = match published {
+            Ok((rows, Published::Committed { delta_version, .. })) => (rows, delta_version),
+            Ok((_, Published::AlreadyReleased { version })) => (0, Some(version)),
+            Err(code) => return Ok(code),
+        };
+        if !ui.quiet {
+            outln!(
+                "kanon sql: {rows} rows -> Delta table {} version {} (append, with its certificate)",
+                table.location,
+                version.unwrap_or(-1)
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     // DataFusion's COPY truncates its target before the query runs: a
     // target that is a table of the query would lose the input.
     if let Some(target) = copy_location(df.logical_plan()) {
@@ -341,6 +404,34 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             .into());
         }
     }
+    if let Some(out) = output {
+        let options = ReleaseOptions {
+            max_file_bytes,
+            row_group_rows: 1 << 20,
+            zstd_level: 3,
+            overwrite: args.overwrite,
+            metadata: provenance(),
+            direct: None,
+        };
+        let published = publish_query(
+            &rt,
+            &ctx,
+            df.logical_plan().clone(),
+            &storage,
+            Target::Parquet(out.clone()),
+            options,
+            "--output",
+            ui,
+        )?;
+        let rows = match published {
+            Ok((rows, _)) => rows,
+            Err(code) => return Ok(code),
+        };
+        if !ui.quiet {
+            outln!("kanon sql: {rows} rows -> {out} (with its manifest and certificate)");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut copy_target = CopyTarget::of(df.logical_plan());
     let planned = rt.block_on(df.execute_stream());
     let mut stream = match planned {
@@ -348,59 +439,32 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
         Err(e) => return Ok(fail(&e)),
     };
     let schema = stream.schema();
-    match output {
-        Some(out) => {
-            let options = ReleaseOptions {
-                max_file_bytes,
-                row_group_rows: 1 << 20,
-                zstd_level: 3,
-                overwrite: args.overwrite,
-                metadata: provenance(),
-                direct: None,
-            };
-            let mut writer = ReleaseWriter::create(&storage, out.clone(), schema, options)?;
-            while let Some(b) = rt.block_on(stream.next()) {
-                check_interrupt()?;
-                match b {
-                    Ok(b) => writer.write(&b)?,
-                    Err(e) => return Ok(fail(&e)),
-                }
-            }
-            let rows = writer.rows();
-            writer.commit()?;
-            if !ui.quiet {
-                outln!("kanon sql: {rows} rows -> {out}");
-            }
-        }
-        None => {
-            let mut shown = Vec::new();
-            let (mut rows, mut kept) = (0usize, 0usize);
-            while let Some(b) = rt.block_on(stream.next()) {
-                check_interrupt()?;
-                let b = match b {
-                    Ok(b) => b,
-                    Err(e) => return Ok(fail(&e)),
-                };
-                rows += b.num_rows();
-                if args.max_rows == 0 || kept < args.max_rows {
-                    let take = if args.max_rows == 0 {
-                        b.num_rows()
-                    } else {
-                        b.num_rows().min(args.max_rows - kept)
-                    };
-                    kept += take;
-                    shown.push(b.slice(0, take));
-                }
-            }
-            if !schema.fields().is_empty() {
-                outln!("{}", pretty_format_batches(&shown)?);
-            }
-            if kept < rows {
-                outln!("({rows} rows, {kept} shown; --max-rows 0 shows all)");
+    let mut shown = Vec::new();
+    let (mut rows, mut kept) = (0usize, 0usize);
+    while let Some(b) = rt.block_on(stream.next()) {
+        check_interrupt()?;
+        let b = match b {
+            Ok(b) => b,
+            Err(e) => return Ok(fail(&e)),
+        };
+        rows += b.num_rows();
+        if args.max_rows == 0 || kept < args.max_rows {
+            let take = if args.max_rows == 0 {
+                b.num_rows()
             } else {
-                outln!("({rows} rows)");
-            }
+                b.num_rows().min(args.max_rows - kept)
+            };
+            kept += take;
+            shown.push(b.slice(0, take));
         }
+    }
+    if !schema.fields().is_empty() {
+        outln!("{}", pretty_format_batches(&shown)?);
+    }
+    if kept < rows {
+        outln!("({rows} rows, {kept} shown; --max-rows 0 shows all)");
+    } else {
+        outln!("({rows} rows)");
     }
     if let Some(t) = copy_target.as_mut() {
         t.keep();
@@ -418,6 +482,146 @@ fn provenance() -> Vec<(String, String)> {
         ),
         ("kanon.command".to_string(), "sql".to_string()),
     ]
+}
+
+/// The table an `INSERT INTO` writes, when it is a registered Delta
+/// table: every other write into a registered table is refused.
+fn inserted_delta_table<'t>(
+    dml: &datafusion::logical_expr::DmlStatement,
+    delta_tables: &[&'t TableArg],
+) -> Result<&'t TableArg> {
+    use datafusion::logical_expr::dml::InsertOp;
+    use datafusion::logical_expr::WriteOp;
+    let name = dml.table_name.table();
+    let table = delta_tables.iter().find(|t| t.name == name).or_else(|| {
+        delta_tables
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+    });
+    match (&dml.op, table) {
+        (WriteOp::Insert(InsertOp::Append), Some(t)) => Ok(t),
+        (WriteOp::Insert(InsertOp::Append), None) => Err(Failure::bad_input(format!(
+            "INSERT INTO {name}: kanon sql publishes into Delta tables only (their commits carry the release's certificate); write a Parquet release with --output instead"
+        ))
+        .into()),
+        (op, _) => Err(Failure::bad_input(format!(
+            "{} on table {name} is refused: kanon sql changes a table only by INSERT INTO a Delta table of releases (a commit verified and certified as a whole); a {} would change published classes without verifying them",
+            op.name(),
+            op.name()
+        ))
+        .into()),
+    }
+}
+
+/// The `anonymize()` nodes of a physical plan.
+fn anonymize_nodes(plan: &Arc<dyn ExecutionPlan>) -> Vec<Arc<dyn ExecutionPlan>> {
+    let mut found = Vec::new();
+    let mut stack = vec![Arc::clone(plan)];
+    while let Some(node) = stack.pop() {
+        if node.is::<AnonymizeExec>() {
+            found.push(Arc::clone(&node));
+        }
+        stack.extend(node.children().into_iter().cloned());
+    }
+    found
+}
+
+/// Runs `plan` and publishes its result through the [`Publisher`] at
+/// `target` (`what` names the destination in messages): the result must
+/// come from exactly one `anonymize(...)`, and is verified against its job
+/// by the published labels (classes, models, identifying and pseudonymised
+/// columns) before it is committed with its certificate. A filter, join,
+/// `LIMIT` or union after anonymize() that breaks its classes is refused.
+///
+/// Returns the rows published and what the publisher did, or the exit code
+/// of a failed query (its error printed).
+///
+/// # Errors
+/// Bad-input failures for a result kanon cannot certify; write and commit
+/// failures (nothing is published then).
+#[allow(clippy::too_many_arguments)]
+fn publish_query(
+    rt: &tokio::runtime::Runtime,
+    ctx: &SessionContext,
+    plan: LogicalPlan,
+    storage: &Storage,
+    target: Target,
+    options: ReleaseOptions,
+    what: &str,
+    ui: &Ui,
+) -> Result<std::result::Result<(u64, Published), ExitCode>> {
+    let physical = match rt.block_on(ctx.state().create_physical_plan(&plan)) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(fail(&e))),
+    };
+    let nodes = anonymize_nodes(&physical);
+    let [node] = nodes.as_slice() else {
+        return Err(Failure::bad_input(format!(
+            "{what} publishes a release, verified against and certified for the job of one anonymize(...), but the query reads {} anonymize() calls; publish one anonymize()'s result (e.g. SELECT * FROM anonymize(...)), or export another result with COPY (...) TO 'file' STORED AS PARQUET, which writes no certificate",
+            nodes.len()
+        ))
+        .into());
+    };
+    let exec = node
+        .downcast_ref::<AnonymizeExec>()
+        .expect("an anonymize node");
+    let job = Job {
+        spec: exec.job().spec().clone(),
+        path: Default::default(),
+        hierarchies: exec.job().hierarchies().clone(),
+    };
+    let privacy = Privacy::from_spec(&job.spec)?;
+    let schema = physical.schema();
+    let mut check = ReleaseCheck::new(&job, &schema, what).map_err(|e| {
+        Failure::bad_input(format!(
+            "{what}: the query's result cannot be checked against anonymize()'s job ({e:#}); publish a result that keeps anonymize()'s quasi-identifier and sensitive columns"
+        ))
+    })?;
+    let mut publisher = Publisher::create(storage, target, schema, options)?;
+    // Executing a plan may spawn its input tasks: inside the runtime.
+    let started = {
+        let _runtime = rt.enter();
+        datafusion::physical_plan::execute_stream(physical, ctx.task_ctx())
+    };
+    let mut stream = match started {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(fail(&e))),
+    };
+    while let Some(b) = rt.block_on(stream.next()) {
+        check_interrupt()?;
+        match b {
+            Ok(b) => {
+                check.push(&b)?;
+                publisher.write(&b)?;
+            }
+            Err(e) => return Ok(Err(fail(&e))),
+        }
+    }
+    drop(stream);
+    let rows_in = exec
+        .metrics()
+        .and_then(|m| m.sum_by_name("rows_in"))
+        .map_or(0, |v| v.as_usize() as u64);
+    let (checked, labels) = check.finish(&privacy)?;
+    let (verified, labels) = match (checked, labels) {
+        (Checked::Holds(v), Some(labels)) => (v, labels),
+        (Checked::Fails(msg), _) => {
+            return Err(Failure::bad_input(format!(
+                "{what}: the query's result does NOT satisfy anonymize()'s job: {msg}; nothing was written. A filter, join, LIMIT or union after anonymize() can break its classes: publish anonymize()'s rows as it returns them"
+            ))
+            .into())
+        }
+        (Checked::Holds(_), None) => {
+            return Err(anyhow::anyhow!(
+                "{what}: the check kept no labels (a bug in kanon); nothing was written"
+            ))
+        }
+    };
+    let diversity = kanon_engine::metrics::release_diversity(&labels);
+    let certificate = Certificate::of_labels(&job, &verified, &diversity, rows_in);
+    let rows = publisher.rows();
+    let published = publisher.publish(&job, &privacy, &verified, &certificate, None, ui)?;
+    Ok(Ok((rows, published)))
 }
 
 fn fail(e: &DataFusionError) -> ExitCode {

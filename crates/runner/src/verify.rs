@@ -11,7 +11,9 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use arrow::array::RecordBatch;
 use clap::Args;
+use kanon_engine::encode::QiTable;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
 use kanon_engine::verify::ReleaseVerifier;
@@ -178,8 +180,7 @@ pub(crate) enum Checked {
 }
 
 /// Checks a release (read as `dataset`, named `label` in messages) against
-/// the job by its published labels: no identifying column, pseudonyms only
-/// in pseudonymised columns, every privacy model.
+/// the job by its published labels ([`ReleaseCheck`]).
 ///
 /// # Errors
 /// Read failures; a release whose columns do not fit the job.
@@ -191,72 +192,152 @@ pub(crate) fn check(
     label: &str,
     ui: &Ui,
 ) -> Result<Checked> {
-    let mut columns: Vec<String> = job
-        .spec
-        .quasi_identifiers()
-        .chain(job.spec.sensitive())
-        .map(|a| a.name.clone())
-        .collect();
-    columns.dedup();
-    // Direct identifiers must be gone: an identifying column (or, under
-    // `[columns] unlisted = "identifying"`, any column the job does not
-    // list) in the release is a violation, whatever the classes.
-    let leaked = identifying_columns(&job.spec, &dataset.schema);
-    if !leaked.is_empty() {
-        return Ok(Checked::Fails(format!(
-            "it holds identifying column(s) {}, which a release must drop",
-            leaked.join(", ")
-        )));
-    }
-    // Pseudonymised columns must hold pseudonyms only (64 hex digits):
-    // anything else is a raw identifier published by mistake.
-    let pseudonymised: Vec<String> = job
-        .spec
-        .attributes
-        .iter()
-        .filter(|a| {
-            a.role == kanon_engine::spec::Role::Pseudonymised
-                && dataset.schema.index_of(&a.name).is_ok()
-        })
-        .map(|a| a.name.clone())
-        .collect();
-    if !pseudonymised.is_empty() {
-        for batch in dataset.scan(storage, Some(dataset.projection(&pseudonymised)), false) {
-            check_interrupt()?;
-            let batch = batch?;
-            for name in &pseudonymised {
-                let Some(array) = batch.column_by_name(name) else {
-                    continue;
-                };
-                match kanon_engine::recode::check_pseudonymised(name, array.as_ref()) {
-                    Ok(()) => {}
-                    Err(Error::VerificationFailed(msg)) => return Ok(Checked::Fails(msg)),
-                    Err(e) => {
-                        return Err(e).with_context(|| format!("cannot check release {label}"))
-                    }
-                }
-            }
-        }
-    }
-    let mut verifier =
-        ReleaseVerifier::try_with_hierarchies(&job.spec, &job.hierarchies, &dataset.schema)
-            .with_context(|| format!("cannot check release {label}"))?;
+    let mut release = ReleaseCheck::new(job, &dataset.schema, label)?;
     let bar = ui.bar("verify", dataset.rows);
-    for batch in dataset.scan(storage, Some(dataset.projection(&columns)), false) {
+    let projection = dataset.projection(release.columns());
+    for batch in dataset.scan(storage, Some(projection), false) {
         check_interrupt()?;
         let batch = batch?;
-        verifier
-            .push(&batch)
-            .with_context(|| format!("cannot check release {label}"))?;
+        release.push(&batch)?;
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
-    match verifier.finish(privacy) {
-        Ok(v) => Ok(Checked::Holds(v)),
-        Err(Error::VerificationFailed(msg)) => {
-            Ok(Checked::Fails(format!("{}: {msg}", privacy.describe())))
+    Ok(release.finish(privacy)?.0)
+}
+
+/// The check of a release against its job by the published labels, batch
+/// by batch as the release streams by (read back from storage by
+/// `kanon verify`, or a SQL query's result before `kanon sql` publishes
+/// it): no identifying column, pseudonyms only in pseudonymised columns,
+/// every privacy model on the classes the labels form.
+pub(crate) struct ReleaseCheck {
+    /// The QI, sensitive and pseudonymised columns the check reads.
+    columns: Vec<String>,
+    /// The pseudonymised columns of the release.
+    pseudonymised: Vec<String>,
+    verifier: Option<ReleaseVerifier>,
+    /// Why the release fails, once found.
+    failed: Option<String>,
+    label: String,
+}
+
+impl ReleaseCheck {
+    /// Prepares the check of a release of `schema` (named `label` in
+    /// messages).
+    ///
+    /// # Errors
+    /// A release whose QI or sensitive columns are missing.
+    pub(crate) fn new(job: &Job, schema: &arrow::datatypes::Schema, label: &str) -> Result<Self> {
+        // Pseudonymised columns must hold pseudonyms only (64 hex digits):
+        // anything else is a raw identifier published by mistake.
+        let pseudonymised: Vec<String> = job
+            .spec
+            .attributes
+            .iter()
+            .filter(|a| {
+                a.role == kanon_engine::spec::Role::Pseudonymised
+                    && schema.index_of(&a.name).is_ok()
+            })
+            .map(|a| a.name.clone())
+            .collect();
+        let mut columns: Vec<String> = job
+            .spec
+            .quasi_identifiers()
+            .chain(job.spec.sensitive())
+            .map(|a| a.name.clone())
+            .chain(pseudonymised.iter().cloned())
+            .collect();
+        columns.dedup();
+        // Direct identifiers must be gone: an identifying column (or, under
+        // `[columns] unlisted = "identifying"`, any column the job does not
+        // list) in the release is a violation, whatever the classes.
+        let leaked = identifying_columns(&job.spec, schema);
+        let failed = (!leaked.is_empty()).then(|| {
+            format!(
+                "it holds identifying column(s) {}, which a release must drop",
+                leaked.join(", ")
+            )
+        });
+        let verifier = match failed {
+            Some(_) => None,
+            None => Some(
+                ReleaseVerifier::try_with_hierarchies(&job.spec, &job.hierarchies, schema)
+                    .with_context(|| format!("cannot check release {label}"))?,
+            ),
+        };
+        Ok(ReleaseCheck {
+            columns,
+            pseudonymised,
+            verifier,
+            failed,
+            label: label.to_string(),
+        })
+    }
+
+    /// The columns the check reads: push batches that hold them (others
+    /// are ignored).
+    pub(crate) fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Adds one batch of the release.
+    ///
+    /// # Errors
+    /// A batch the check cannot read (a null QI label).
+    pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        if self.failed.is_some() {
+            return Ok(());
         }
-        Err(e) => Err(e).with_context(|| format!("cannot check release {label}")),
+        for name in &self.pseudonymised {
+            let Some(array) = batch.column_by_name(name) else {
+                continue;
+            };
+            match kanon_engine::recode::check_pseudonymised(name, array.as_ref()) {
+                Ok(()) => {}
+                Err(Error::VerificationFailed(msg)) => {
+                    self.failed = Some(msg);
+                    self.verifier = None;
+                    return Ok(());
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot check release {}", self.label))
+                }
+            }
+        }
+        if let Some(v) = &mut self.verifier {
+            v.push(batch)
+                .with_context(|| format!("cannot check release {}", self.label))?;
+        }
+        Ok(())
+    }
+
+    /// What the check found, with the release's labels encoded when it
+    /// holds (for the certificate's figures).
+    ///
+    /// # Errors
+    /// A check that could not run.
+    pub(crate) fn finish(self, privacy: &Privacy) -> Result<(Checked, Option<QiTable>)> {
+        if let Some(msg) = self.failed {
+            return Ok((Checked::Fails(msg), None));
+        }
+        let Some(verifier) = self.verifier else {
+            return Err(anyhow::anyhow!(
+                "cannot check release {}: the check stopped early (a bug in kanon)",
+                self.label
+            ));
+        };
+        let label = &self.label;
+        let table = verifier
+            .into_table()
+            .with_context(|| format!("cannot check release {label}"))?;
+        match kanon_engine::verify::verify_labels(&table, privacy) {
+            Ok(v) => Ok((Checked::Holds(v), Some(table))),
+            Err(Error::VerificationFailed(msg)) => Ok((
+                Checked::Fails(format!("{}: {msg}", privacy.describe())),
+                None,
+            )),
+            Err(e) => Err(e).with_context(|| format!("cannot check release {label}")),
+        }
     }
 }
 

@@ -805,9 +805,10 @@ fn the_scheduled_job_on_s3_idempotent_concurrent_verified_and_read_back() {
         "sql",
         "-t",
         "r=s3://lake/releases",
-        "SELECT * FROM r",
-        "-o",
-        via_datafusion.to_str().unwrap(),
+        &format!(
+            "COPY (SELECT * FROM r) TO '{}' STORED AS PARQUET",
+            via_datafusion.display()
+        ),
     ]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let df_rows = rows_of(&[read_parquet(&via_datafusion)], &columns());
@@ -901,9 +902,12 @@ fn the_server_gone_between_write_and_commit_leaves_the_table_as_it_was() {
     assert_eq!(s3_versions(&m, "lake", "releases/"), vec![0, 1]);
 }
 
-/// `INSERT INTO` a registered Delta table from `anonymize(...)` commits the
-/// release (delta-rs's sink), and nothing when anonymize() fails: its node
-/// emits no row before the release is verified.
+/// `INSERT INTO` a registered Delta table from `anonymize(...)` is
+/// published by kanon's Publisher, as `kanon anonymize` publishes: the data
+/// files are read back and verified, and the commit carries the release's
+/// certificate (issue 32, item 10: delta-rs's sink committed it with none).
+/// Nothing is committed when anonymize() fails, when the query's result
+/// breaks the classes, or for any other write into a registered table.
 #[cfg(feature = "sql")]
 #[test]
 fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
@@ -912,27 +916,53 @@ fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
     let t = table.to_str().unwrap();
     let o = run_delta("data/adult/adult.parquet", t, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let sql = |k: usize| {
+    let sql = |query: &str| {
         run(kanon().args([
             "sql",
             "-t",
             "adult=data/adult/adult.parquet",
             "-t",
             &format!("r={t}"),
-            &format!("INSERT INTO r SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = {k}')"),
+            query,
         ]))
     };
-    let o = sql(20);
+    let insert = |k: usize| {
+        format!("INSERT INTO r SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = {k}')")
+    };
+    let o = sql(&insert(20));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stdout(&o).contains("with its certificate"), "{}", show(&o));
     assert_eq!(local_versions(&table), vec![0, 1]);
     // Unsatisfiable: exit 3, no commit, no data file.
     let files = local_data_files(&table);
-    let o = sql(40_000);
+    let o = sql(&insert(40_000));
     assert_eq!(o.status.code(), Some(3), "{}", show(&o));
     assert_eq!(local_versions(&table), vec![0, 1]);
     assert_eq!(local_data_files(&table), files);
-    // Both releases are in the table, and it satisfies k = 10 as a whole;
-    // the INSERT's commit has no certificate, kanon's has one that holds.
+    // Refused, the table unchanged: a result whose classes a LIMIT broke,
+    // an INSERT into a table that is not Delta, and a DELETE.
+    for (query, says) in [
+        (
+            format!("{} LIMIT 7", insert(20)),
+            "does NOT satisfy anonymize()'s job",
+        ),
+        (
+            "INSERT INTO adult SELECT * FROM adult".to_string(),
+            "publishes into Delta tables only",
+        ),
+        (
+            "INSERT INTO r SELECT * FROM r".to_string(),
+            "reads 0 anonymize() calls",
+        ),
+        ("DELETE FROM r WHERE age = '*'".to_string(), "is refused"),
+    ] {
+        let o = sql(&query);
+        assert_eq!(o.status.code(), Some(2), "{query}: {}", show(&o));
+        assert!(stderr(&o).contains(says), "{query}: {}", show(&o));
+        assert_eq!(local_versions(&table), vec![0, 1], "{query}");
+        assert_eq!(local_data_files(&table), files, "{query}");
+    }
+    // Both releases are in the table, and each commit's certificate holds.
     let o = run(kanon().args([
         "sql",
         "-t",
@@ -944,12 +974,12 @@ fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(
         stdout(&o).matches("certificate holds").count(),
-        1,
+        2,
         "{}",
         show(&o)
     );
     let o = run(kanon().args(["inspect", t]));
-    assert!(stdout(&o).contains("no kanon certificate"), "{}", show(&o));
+    assert!(!stdout(&o).contains("no kanon certificate"), "{}", show(&o));
 }
 
 /// Issue 32, item 3: a Delta input with column mapping is refused, also

@@ -202,6 +202,50 @@ fn identifiers_keep_their_identity() {
     assert_eq!(codes, vec!["0012", "012", "12", "12"]);
 }
 
+/// Item 5, past the sample: a code written `0012` after the rows type
+/// inference read (`input.infer_rows`) would have been read as the number
+/// 12, the same value as a `12` in the sample. The job now stops (exit 2)
+/// naming the column and the setting, and writes nothing; with the sample
+/// covering the row, the column is read as text.
+#[test]
+fn values_past_the_inference_sample_keep_their_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("visits.csv");
+    let mut rows = vec!["age,code".to_string()];
+    for i in 0..40 {
+        rows.push(format!("{},{}", 30 + i % 4, 12 + i % 3));
+    }
+    rows.push("31,0012".to_string());
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    write_csv(&csv, &rows);
+    let job = d.join("job.toml");
+    std::fs::write(
+        &job,
+        "[privacy]\nk = 2\n[algorithm]\nname = \"mondrian\"\n\
+         [[attributes]]\nname = \"age\"\nrole = \"quasi-identifier\"\n\
+         [[attributes]]\nname = \"code\"\nrole = \"insensitive\"\n",
+    )
+    .unwrap();
+    let out = d.join("out.parquet");
+    let o = run(anonymize_cmd(&job, &csv, &out).args(["--set", "input.infer_rows=10"]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("`code`") && err.contains("input.infer_rows"),
+        "{err}"
+    );
+    assert!(!err.contains("0012"), "the value is not printed: {err}");
+    assert!(!out.exists());
+    let o = run(anonymize_cmd(&job, &csv, &out).args(["--set", "input.infer_rows=100"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let t = read_parquet(&out);
+    assert_eq!(
+        t.column_by_name("code").unwrap().data_type(),
+        &DataType::Utf8
+    );
+}
+
 /// Item 9: a closed standard output after the commit is no crash (exit
 /// 101 before); a closed standard error on an error keeps the error's
 /// exit code.

@@ -204,6 +204,20 @@ fn sql_and_anonymize_publish_the_same_release() {
         let (x, y) = (plain(x), plain(y));
         assert_eq!(&x, &y);
     }
+    // The same release gets the same certified figures, though the SQL
+    // certificate is computed from the published labels alone.
+    let certificate = |name: &str| -> serde_json::Value {
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(name)).unwrap()).unwrap();
+        m["certificate"].clone()
+    };
+    let (c, s) = (
+        certificate("_cli.parquet.kanon_release.json"),
+        certificate("_sql.parquet.kanon_release.json"),
+    );
+    for field in ["verified", "l_achieved", "rows_in", "rows_published", "privacy"] {
+        assert_eq!(c[field], s[field], "{field}");
+    }
 }
 
 /// DataFusion's `COPY ... TO` writes in place: when anonymize() refuses,
@@ -286,4 +300,109 @@ fn copy_onto_an_input_and_an_empty_subquery_are_refused() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     assert!(err.contains("no rows"), "{err}");
+}
+
+/// Issue 32, item 10: `kanon sql --output` publishes through the same
+/// Publisher as `kanon anonymize`: the release has its manifest with a
+/// certificate (before this change it had none, so `kanon verify` could not
+/// check it), and `kanon verify` re-checks the certificate's figures.
+#[test]
+fn output_carries_a_manifest_whose_certificate_verify_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("release.parquet");
+    let o = kanon(&[
+        "sql",
+        "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 20')",
+        "--table",
+        ADULT,
+        "--output",
+        dest.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let manifest = dir.path().join("_release.parquet.kanon_release.json");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).expect("a manifest")).unwrap();
+    let c = &m["certificate"];
+    assert_eq!(m["rows"], 30162, "{m}");
+    assert_eq!(c["rows_in"], 30162, "{c}");
+    assert_eq!(c["rows_published"], 30162, "{c}");
+    assert_eq!(c["privacy"]["k"], 20, "{c}");
+    assert!(
+        c["verified"]["smallest_class"].as_u64().unwrap() >= 20,
+        "{c}"
+    );
+    assert!(
+        c["job_hash"].as_str().unwrap().starts_with("sha256:"),
+        "{c}"
+    );
+    let o = kanon(&[
+        "verify",
+        "-c",
+        "configs/adult.toml",
+        "--set",
+        "privacy.k=20",
+        "-i",
+        dest.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("manifest holds"), "{out}");
+
+    // A certificate that claims more than the rows hold fails verify.
+    let mut forged = m.clone();
+    forged["certificate"]["verified"]["smallest_class"] = serde_json::json!(500);
+    std::fs::write(&manifest, serde_json::to_vec(&forged).unwrap()).unwrap();
+    let o = kanon(&[
+        "verify",
+        "-c",
+        "configs/adult.toml",
+        "--set",
+        "privacy.k=20",
+        "-i",
+        dest.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+}
+
+/// `--output` publishes only what it can certify: a query that reads no
+/// anonymize(), and a result whose classes a LIMIT broke, are refused with
+/// exit 2 and leave no file (before, both were written and "published").
+#[test]
+fn output_refuses_results_it_cannot_certify() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("release.parquet");
+    for (query, says) in [
+        ("SELECT * FROM adult", "reads 0 anonymize() calls"),
+        (
+            "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 20') LIMIT 7",
+            "does NOT satisfy anonymize()'s job",
+        ),
+        (
+            "SELECT age, sex FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 20')",
+            "cannot be checked against anonymize()'s job",
+        ),
+        (
+            "SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 20') \
+             UNION ALL SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = 30')",
+            "reads 2 anonymize() calls",
+        ),
+    ] {
+        let o = kanon(&[
+            "sql",
+            query,
+            "--table",
+            ADULT,
+            "--output",
+            dest.to_str().unwrap(),
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{query}\n{out}\n{err}");
+        assert!(err.contains(says), "{query}\n{err}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{query} left a file"
+        );
+    }
 }

@@ -284,6 +284,24 @@ fn sensitive_diversity(
         }
     }
     members.retain(|m| !m.is_empty());
+    diversity_of(table, members.iter().map(Vec::as_slice))
+}
+
+/// The l-diversity a release achieves in every sensitive column, from its
+/// published labels alone ([`crate::verify::ReleaseVerifier::into_table`]):
+/// each distinct published tuple is a class. What a front end that streams
+/// a release it did not compute itself (a SQL query's result) certifies.
+pub fn release_diversity(table: &QiTable) -> Vec<SensitiveDiversity> {
+    let classes = EquivalenceClasses::of(table);
+    diversity_of(table, (0..classes.len()).map(|c| classes.rows(c)))
+}
+
+/// The worst class under each l-diversity variant, over the classes given
+/// by their rows (none empty).
+fn diversity_of<'r>(
+    table: &QiTable,
+    members: impl Iterator<Item = &'r [u32]> + Clone,
+) -> Vec<SensitiveDiversity> {
     table
         .sensitive()
         .iter()
@@ -295,14 +313,16 @@ fn sensitive_diversity(
                 entropy_l: 0.0,
                 max_share: 0.0,
             };
-            for rows in &members {
+            let mut any = false;
+            for rows in members.clone() {
+                any = true;
                 let counts = crate::privacy::frequencies(col, rows);
                 let top = counts.iter().copied().max().unwrap_or(0);
                 out.distinct_l = out.distinct_l.min(counts.len());
                 out.min_entropy = out.min_entropy.min(crate::privacy::entropy(&counts));
                 out.max_share = out.max_share.max(top as f64 / rows.len() as f64);
             }
-            if members.is_empty() {
+            if !any {
                 out.distinct_l = 0;
                 out.min_entropy = 0.0;
             }

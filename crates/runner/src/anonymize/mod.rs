@@ -51,15 +51,15 @@ use crate::artefact::Artefact;
 use crate::certificate::{Certificate, InputIdentity};
 use crate::config::Job;
 use crate::dataset::Dataset;
-use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
+use crate::delta::{DeltaOutput, Table};
 use crate::exit::Failure;
 use crate::guard::Reads;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
-use crate::release::{parse_size, Manifest, ReleaseOptions, ReleaseWriter};
+use crate::publish::{Published, Publisher, Target};
+use crate::release::{parse_size, ReleaseOptions};
 use crate::report::{InputTally, Sources};
 use crate::spill::Spill;
 use crate::storage::{Location, Storage};
-use crate::verify::Checked;
 use crate::JobArgs;
 use buffer::{Buffer, Parts};
 use rayon::prelude::*;
@@ -283,33 +283,22 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             delta_version,
         },
     );
-    let committed = match &plan.delta {
-        None => {
-            let mut writer = writer;
-            let files: Vec<(Location, u64, u64)> = writer
-                .files()
-                .iter()
-                .zip(writer.file_sizes())
-                .map(|(l, &(rows, bytes))| (l.clone(), rows, bytes))
-                .collect();
-            writer.set_manifest(&Manifest::new(&plan.output, &files, certificate.clone()));
-            writer.commit().map(|files| Some((files, None)))
-        }
-        Some(delta) => commit_delta(
-            &plan,
-            delta,
-            writer,
-            &privacy,
-            &release_check,
-            &certificate,
-            app_id.as_deref(),
-            ui,
-        ),
-    };
-    let (files, delta_version) = match committed {
-        Ok(Some(committed)) => committed,
-        Ok(None) => {
+    let published = writer.publish(
+        &plan.job,
+        &privacy,
+        &release_check,
+        &certificate,
+        app_id.as_deref(),
+        ui,
+    );
+    let (files, delta_version) = match published {
+        Ok(Published::Committed {
+            files,
+            delta_version,
+        }) => (files, delta_version),
+        Ok(Published::AlreadyReleased { version }) => {
             take_back(metrics, report_file);
+            already_released(ui, &plan, version);
             return Ok(ExitCode::SUCCESS);
         }
         Err(e) => {
@@ -352,6 +341,14 @@ struct Plan {
 }
 
 impl Plan {
+    /// Where the release is published.
+    fn target(&self) -> Target {
+        match &self.delta {
+            Some((d, table)) => Target::Delta(d.clone(), table.clone()),
+            None => Target::Parquet(self.output.clone()),
+        }
+    }
+
     /// Loads the job and fails before any reading when the release may not
     /// be written (an output inside the input, an existing release without
     /// `--overwrite`, a missing pseudonym key).
@@ -675,7 +672,7 @@ fn pass_two<'p>(
     result: &Anonymization,
     report: bool,
     ui: &Ui,
-) -> Result<(ReleaseWriter<'p>, Verified, Option<QiTable>)> {
+) -> Result<(Publisher<'p>, Verified, Option<QiTable>)> {
     let spec = &plan.job.spec;
     let budget = plan.buffer_memory;
     let buffer_rows = spec.output.buffer_rows.unwrap_or(DEFAULT_BUFFER_ROWS);
@@ -689,12 +686,7 @@ fn pass_two<'p>(
     let out_schema = releaser.schema().clone();
     dataset.check_unchanged(&plan.storage)?;
     barrier("between-passes")?;
-    let destination = match &plan.delta {
-        Some((d, _)) => d.data_dir(),
-        None => plan.output.clone(),
-    };
-    let mut writer =
-        ReleaseWriter::create(&plan.storage, destination, out_schema.clone(), options)?;
+    let mut writer = Publisher::create(&plan.storage, plan.target(), out_schema.clone(), options)?;
     let sort_rows = releaser.bucket_rows();
     let spill_bucket = spill_buckets(&sort_rows, buffer_rows);
     let n_spilled = spill_bucket.last().map_or(0, |&b| b + 1);
@@ -862,131 +854,4 @@ fn already_released(ui: &Ui, plan: &Plan, version: i64) {
             plan.output
         );
     }
-}
-
-/// Publishes a Delta release: the data files are completed in place, read
-/// back and verified against the job (they must be the release pass 2
-/// verified), and only then committed with the certificate. Returns the
-/// files and the table version, or `None` when the release was in the
-/// table already (a concurrent run committed it). Whatever fails, the data files are
-/// removed and the table is unchanged.
-#[allow(clippy::too_many_arguments)]
-fn commit_delta(
-    plan: &Plan,
-    (output, table): &(DeltaOutput, Table),
-    writer: ReleaseWriter<'_>,
-    privacy: &Privacy,
-    release_check: &Verified,
-    certificate: &Certificate,
-    app_id: Option<&str>,
-    ui: &Ui,
-) -> Result<Option<(Vec<Location>, Option<i64>)>> {
-    let storage = &plan.storage;
-    let schema = writer.schema().clone();
-    let sizes = writer.file_sizes().to_vec();
-    let files = writer.commit()?;
-    let published = verify_and_commit(
-        plan,
-        output,
-        table,
-        &files,
-        &sizes,
-        &schema,
-        privacy,
-        release_check,
-        certificate,
-        app_id,
-        ui,
-    );
-    let remove = || {
-        for f in &files {
-            if let Err(e) = storage.delete(f) {
-                tracing::warn!(file = %f, error = %e, "cannot remove a data file no version references; VACUUM removes it");
-            }
-        }
-    };
-    match published {
-        Ok(Outcome::Committed { version }) => {
-            tracing::info!(output = %table.location, table_version = version, "Delta version committed");
-            Ok(Some((files, Some(version))))
-        }
-        Ok(Outcome::AlreadyReleased { version }) => {
-            remove();
-            already_released(ui, plan, version);
-            Ok(None)
-        }
-        Err(e) => {
-            remove();
-            Err(e)
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn verify_and_commit(
-    plan: &Plan,
-    output: &DeltaOutput,
-    table: &Table,
-    files: &[Location],
-    sizes: &[(u64, u64)],
-    schema: &arrow::datatypes::SchemaRef,
-    privacy: &Privacy,
-    release_check: &Verified,
-    certificate: &Certificate,
-    app_id: Option<&str>,
-    ui: &Ui,
-) -> Result<Outcome> {
-    let storage = &plan.storage;
-    barrier("delta-verify")?;
-    check_interrupt()?;
-    let t = Instant::now();
-    let dataset = Dataset::open_files(storage, &table.location, files)?;
-    let label = format!("the data files written to {}", table.location);
-    let failed = |msg: String| -> anyhow::Error {
-        Failure::new(
-            crate::exit::VERIFY_FAILED,
-            format!("{label} {msg}; nothing was committed"),
-        )
-        .into()
-    };
-    match crate::verify::check(&plan.job, privacy, storage, &dataset, &label, ui)? {
-        Checked::Holds(v)
-            if v.published_rows == release_check.published_rows
-                && v.classes == release_check.classes
-                && v.smallest_class == release_check.smallest_class => {}
-        Checked::Holds(v) => {
-            return Err(failed(format!(
-                "are not the release kanon verified ({} rows in {} classes read back, {} in {} verified)",
-                v.published_rows, v.classes, release_check.published_rows, release_check.classes
-            )))
-        }
-        Checked::Fails(msg) => return Err(failed(format!("fail verification: {msg}"))),
-    }
-    tracing::info!(
-        files = files.len(),
-        seconds = t.elapsed().as_secs_f64(),
-        "Delta data files read back and verified"
-    );
-    check_interrupt()?;
-    let t = Instant::now();
-    let written: Vec<WrittenFile> = files
-        .iter()
-        .zip(sizes)
-        .map(|(location, &(rows, bytes))| WrittenFile {
-            location: location.clone(),
-            rows,
-            bytes,
-        })
-        .collect();
-    let outcome = crate::delta::commit(
-        storage,
-        table,
-        output,
-        schema,
-        &written,
-        certificate,
-        app_id,
-    )?;
-    tracing::info!(seconds = t.elapsed().as_secs_f64(), "Delta log commit done");
-    Ok(outcome)
 }

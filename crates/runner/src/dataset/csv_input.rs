@@ -76,6 +76,7 @@ impl Dataset {
                 .collect(),
             csv: Some(format),
             csv_header: spec.header.unwrap_or(true),
+            csv_infer_rows: infer_rows,
             footer_hash: None,
             delta_version: None,
         })
@@ -165,6 +166,100 @@ fn keep_identities(
         })
         .collect();
     Ok(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// Whether a CSV column of type `ty` is read as text and converted by
+/// [`typed`]: the types whose reading can change a value's identity.
+fn read_as_text(ty: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType;
+    matches!(ty, DataType::Int64 | DataType::Float64 | DataType::Boolean)
+}
+
+/// The schema the CSV reader reads `schema` with: numbers and booleans as
+/// text, converted by [`typed`].
+pub(super) fn as_read(schema: &Schema) -> Arc<Schema> {
+    use arrow::datatypes::{DataType, Field};
+    Arc::new(Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| match read_as_text(f.data_type()) {
+                true => Field::new(f.name(), DataType::Utf8, f.is_nullable()),
+                false => f.as_ref().clone(),
+            })
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
+}
+
+/// A batch read with [`as_read`] in the dataset's (projected) `schema`:
+/// every number and boolean converted from its text, after checking that
+/// the text is the one form the value prints as (issue 32, item 5: type
+/// inference never changes a value's identity). A value past the rows type
+/// inference read (`infer_rows`) that would change (`007` in a column of
+/// numbers) stops the job: the column's type was decided on the first
+/// rows, and both passes must read it alike. `first_line` is the file's
+/// line of the batch's first row.
+///
+/// # Errors
+/// A bad-input failure naming the column, file and line, never the value.
+pub(super) fn typed(
+    batch: arrow::array::RecordBatch,
+    schema: &arrow::datatypes::SchemaRef,
+    file: &Location,
+    first_line: u64,
+    infer_rows: usize,
+) -> Result<arrow::array::RecordBatch> {
+    use arrow::array::{Array, StringArray};
+    let mut columns = batch.columns().to_vec();
+    for (i, f) in schema.fields().iter().enumerate() {
+        let ty = f.data_type();
+        if !read_as_text(ty) {
+            continue;
+        }
+        let Some(text) = columns[i].as_any().downcast_ref::<StringArray>() else {
+            continue;
+        };
+        let name = f.name();
+        if let Some(r) =
+            (0..text.len()).find(|&r| text.is_valid(r) && !prints_back(text.value(r), ty))
+        {
+            let line = first_line + r as u64;
+            let message = match parses(text.value(r), ty) {
+                false => format!(
+                    "malformed CSV in {file}: a value of column `{name}` on line {line} is not of type {ty} (inferred from the first {infer_rows} rows); fix the data, or raise `input.infer_rows` so that the type is inferred from more rows"
+                ),
+                true => format!(
+                    "CSV column `{name}` of {file} was read as {ty} (inferred from the first {infer_rows} rows), but line {line} holds a value that reading as {ty} would change (a leading zero, a plus sign or another spelling, as `007` would become 7); nothing was written: raise `input.infer_rows` to cover the file so that the column is read as text"
+                ),
+            };
+            return Err(Failure::bad_input(message).into());
+        }
+        let options = arrow::compute::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        columns[i] = arrow::compute::cast_with_options(&columns[i], ty, &options).map_err(|_| {
+            Failure::bad_input(format!(
+                "malformed CSV in {file}: a value of column `{name}` is not of type {ty} (inferred from the first {infer_rows} rows); fix the data, or raise `input.infer_rows` so that the type is inferred from more rows"
+            ))
+        })?;
+    }
+    arrow::array::RecordBatch::try_new(schema.clone(), columns)
+        .with_context(|| format!("{file} does not match the dataset schema"))
+}
+
+/// Whether `text` reads as a value of `ty` at all.
+fn parses(text: &str, ty: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType;
+    match ty {
+        DataType::Int64 => text.parse::<i64>().is_ok(),
+        DataType::Float64 => text.parse::<f64>().is_ok(),
+        DataType::Boolean => {
+            text.eq_ignore_ascii_case("true") || text.eq_ignore_ascii_case("false")
+        }
+        _ => true,
+    }
 }
 
 /// Whether `text` is the one form a value of `ty` prints as, so reading it

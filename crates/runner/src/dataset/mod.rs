@@ -97,6 +97,8 @@ pub struct Dataset {
     files: Vec<InputFile>,
     csv: Option<arrow_csv::reader::Format>,
     csv_header: bool,
+    /// Rows CSV type inference read (`input.infer_rows`); 0 for Parquet.
+    csv_infer_rows: usize,
     /// Hash of each Parquet file's size and footer.
     footer_hash: Option<[u8; 32]>,
     /// The version read, when the input is a Delta table.

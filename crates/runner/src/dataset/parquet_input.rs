@@ -135,6 +135,7 @@ impl Dataset {
             files,
             csv: None,
             csv_header: false,
+            csv_infer_rows: 0,
             footer_hash: Some(hasher.finalize().into()),
             delta_version: None,
         })

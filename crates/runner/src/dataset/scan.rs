@@ -216,6 +216,7 @@ impl Dataset {
             hasher: (fingerprint && self.format == Format::Csv)
                 .then(|| Rc::new(RefCell::new(Sha256::new()))),
             rows: 0,
+            file_rows: 0,
             done: false,
         }
     }
@@ -237,6 +238,8 @@ pub struct Scan<'a> {
     current: Option<(Reader<'a>, Location)>,
     hasher: Option<Rc<RefCell<Sha256>>>,
     rows: u64,
+    /// Rows read from the current file.
+    file_rows: u64,
     done: bool,
 }
 
@@ -309,15 +312,19 @@ impl<'a> Scan<'a> {
                     }),
                     None => raw,
                 };
-                let mut b = arrow_csv::ReaderBuilder::new(dataset.schema.clone())
-                    .with_format(
-                        dataset
-                            .csv
-                            .clone()
-                            .expect("csv format")
-                            .with_header_validation(self.next_file > 1),
-                    )
-                    .with_batch_size(BATCH_ROWS);
+                // Numbers and booleans are read as text and checked to
+                // print back before they are converted, in every row (not
+                // only the rows type inference saw): `007` must not become 7.
+                let mut b =
+                    arrow_csv::ReaderBuilder::new(super::csv_input::as_read(&dataset.schema))
+                        .with_format(
+                            dataset
+                                .csv
+                                .clone()
+                                .expect("csv format")
+                                .with_header_validation(self.next_file > 1),
+                        )
+                        .with_batch_size(BATCH_ROWS);
                 if let Some(p) = &self.projection {
                     b = b.with_projection(p.clone());
                 }
@@ -358,14 +365,28 @@ impl<'a> Scan<'a> {
                     let header = usize::from(self.dataset.csv_header);
                     r.next().map(|b| {
                         b.map_err(|e| csv_read_error(e, loc, &self.dataset.schema, header))
+                            .and_then(|b| {
+                                let first_line = header as u64 + self.file_rows + 1;
+                                super::csv_input::typed(
+                                    b,
+                                    &self.schema,
+                                    loc,
+                                    first_line,
+                                    self.dataset.csv_infer_rows,
+                                )
+                            })
                     })
                 }
             };
             match next {
-                None => self.current = None,
+                None => {
+                    self.current = None;
+                    self.file_rows = 0;
+                }
                 Some(Err(e)) => return Err(e),
                 Some(Ok(b)) => {
                     self.rows += b.num_rows() as u64;
+                    self.file_rows += b.num_rows() as u64;
                     return with_schema(b, &self.schema, loc).map(Some);
                 }
             }

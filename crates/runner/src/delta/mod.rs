@@ -212,6 +212,7 @@ fn escape_partition_value(v: &str) -> String {
 }
 
 /// A Delta table at a location, reached through kanon's storage.
+#[derive(Clone)]
 pub struct Table {
     pub location: Location,
     log_store: LogStoreRef,

@@ -1,0 +1,299 @@
+//! The one way kanon publishes a release: [`Publisher`] owns the writer, the
+//! manifest with the certificate, the read-back verification of Delta data
+//! files and the atomic commit, for every destination (a Parquet file or a
+//! split directory, locally or on S3, and a Delta table).
+//!
+//! `kanon anonymize`, `kanon sql --output` and `kanon sql`'s `INSERT INTO`
+//! a Delta table all publish through it, so every release kanon writes
+//! carries a certificate that `kanon verify` re-checks, and none is
+//! committed before it was verified (issue 32, item 10; issue 33, item 3).
+//!
+//! The caller verifies the rows it writes (the engine's release check, or
+//! [`crate::verify::ReleaseCheck`] on a query's result) and hands the
+//! [`Verified`] figures and the certificate to [`Publisher::publish`]:
+//! - a Parquet release gets its manifest (`release::Manifest`) and is
+//!   renamed or copied into place (`release::ReleaseWriter::commit`);
+//! - a Delta release's data files are completed in place, read back and
+//!   verified again against the job (they must be the release verified),
+//!   and only then committed with the certificate in the commit's info.
+//!
+//! Whatever fails, nothing is published: the temporary files and uploads
+//! are removed, and a Delta table stays at its version.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use kanon_engine::privacy::Privacy;
+use kanon_engine::verify::Verified;
+
+use crate::certificate::Certificate;
+use crate::config::Job;
+use crate::dataset::Dataset;
+use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
+use crate::exit::Failure;
+use crate::ops::{barrier, check_interrupt, Ui};
+use crate::release::{Manifest, ReleaseOptions, ReleaseWriter};
+use crate::storage::{Location, Storage};
+use crate::verify::Checked;
+
+/// Where a release is published.
+pub enum Target {
+    /// A Parquet file, or a directory or prefix of parts.
+    Parquet(Location),
+    /// A Delta table: where and how, and the table.
+    Delta(DeltaOutput, Table),
+}
+
+impl Target {
+    /// Where the writer puts the files: the release itself, or the data
+    /// directory of a Delta table.
+    fn destination(&self) -> Location {
+        match self {
+            Target::Parquet(l) => l.clone(),
+            Target::Delta(d, _) => d.data_dir(),
+        }
+    }
+}
+
+/// What [`Publisher::publish`] did.
+#[derive(Debug)]
+pub enum Published {
+    /// The release is published: its files, and the Delta table's version.
+    Committed {
+        files: Vec<Location>,
+        delta_version: Option<i64>,
+    },
+    /// The Delta table already held this job's release of this input (a
+    /// concurrent run committed it): nothing was added; the table is at
+    /// `version`.
+    AlreadyReleased { version: i64 },
+}
+
+/// A release being written, then published (see the module docs).
+pub struct Publisher<'a> {
+    storage: &'a Storage,
+    target: Target,
+    writer: ReleaseWriter<'a>,
+}
+
+impl<'a> Publisher<'a> {
+    /// Starts a release of `schema` at `target`. Nothing is visible there
+    /// before [`Publisher::publish`]; a dropped publisher leaves nothing.
+    ///
+    /// # Errors
+    /// Storage failures starting the writer.
+    pub fn create(
+        storage: &'a Storage,
+        target: Target,
+        schema: SchemaRef,
+        options: ReleaseOptions,
+    ) -> Result<Self> {
+        let writer = ReleaseWriter::create(storage, target.destination(), schema, options)?;
+        Ok(Publisher {
+            storage,
+            target,
+            writer,
+        })
+    }
+
+    /// Writes one batch of the release.
+    ///
+    /// # Errors
+    /// Write failures; a batch of another schema.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer.write(batch)
+    }
+
+    /// Closes the file being written (the next batch starts a new one).
+    ///
+    /// # Errors
+    /// Write failures.
+    pub fn close(&mut self) -> Result<()> {
+        self.writer.close()
+    }
+
+    /// The files written so far, where they will be published.
+    pub fn files(&self) -> &[Location] {
+        self.writer.files()
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.writer.rows()
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.writer.bytes()
+    }
+
+    /// Publishes the release of `job`, whose written rows were verified as
+    /// `verified` and are certified by `certificate`: with its manifest
+    /// (Parquet), or read back, verified again and committed with the
+    /// certificate (Delta, with `app_id` as its idempotence key).
+    ///
+    /// # Errors
+    /// Exit 1 when the Delta data files read back are not the verified
+    /// release; commit and storage failures. Nothing is published then.
+    pub fn publish(
+        self,
+        job: &Job,
+        privacy: &Privacy,
+        verified: &Verified,
+        certificate: &Certificate,
+        app_id: Option<&str>,
+        ui: &Ui,
+    ) -> Result<Published> {
+        let Publisher {
+            storage,
+            target,
+            mut writer,
+        } = self;
+        // The last file's footer, so that every file has its size.
+        writer.close()?;
+        if writer.file_sizes().len() != writer.files().len() {
+            return Err(anyhow::anyhow!(
+                "{} files written but {} sized (a bug in kanon); nothing was published",
+                writer.files().len(),
+                writer.file_sizes().len()
+            ));
+        }
+        match target {
+            Target::Parquet(dest) => {
+                let files: Vec<(Location, u64, u64)> = writer
+                    .files()
+                    .iter()
+                    .zip(writer.file_sizes())
+                    .map(|(l, &(rows, bytes))| (l.clone(), rows, bytes))
+                    .collect();
+                writer.set_manifest(&Manifest::new(&dest, &files, certificate.clone()));
+                let files = writer.commit()?;
+                Ok(Published::Committed {
+                    files,
+                    delta_version: None,
+                })
+            }
+            Target::Delta(output, table) => {
+                let schema = writer.schema().clone();
+                let sizes = writer.file_sizes().to_vec();
+                let files = writer.commit()?;
+                let delta = Delta {
+                    storage,
+                    output: &output,
+                    table: &table,
+                    files: &files,
+                    sizes: &sizes,
+                    schema: &schema,
+                };
+                let published =
+                    delta.verify_and_commit(job, privacy, verified, certificate, app_id, ui);
+                let remove = || {
+                    for f in &files {
+                        if let Err(e) = storage.delete(f) {
+                            tracing::warn!(file = %f, error = %e, "cannot remove a data file no version references; VACUUM removes it");
+                        }
+                    }
+                };
+                match published {
+                    Ok(Outcome::Committed { version }) => {
+                        tracing::info!(output = %table.location, table_version = version, "Delta version committed");
+                        Ok(Published::Committed {
+                            files,
+                            delta_version: Some(version),
+                        })
+                    }
+                    Ok(Outcome::AlreadyReleased { version }) => {
+                        remove();
+                        Ok(Published::AlreadyReleased { version })
+                    }
+                    Err(e) => {
+                        remove();
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The data files of a Delta release, completed in place and not yet
+/// referenced by the table's log.
+struct Delta<'p> {
+    storage: &'p Storage,
+    output: &'p DeltaOutput,
+    table: &'p Table,
+    files: &'p [Location],
+    sizes: &'p [(u64, u64)],
+    schema: &'p SchemaRef,
+}
+
+impl Delta<'_> {
+    /// Reads the data files back, checks they are the release that was
+    /// verified, and commits them with the certificate.
+    fn verify_and_commit(
+        &self,
+        job: &Job,
+        privacy: &Privacy,
+        verified: &Verified,
+        certificate: &Certificate,
+        app_id: Option<&str>,
+        ui: &Ui,
+    ) -> Result<Outcome> {
+        let storage = self.storage;
+        barrier("delta-verify")?;
+        check_interrupt()?;
+        let t = Instant::now();
+        let dataset = Dataset::open_files(storage, &self.table.location, self.files)?;
+        let label = format!("the data files written to {}", self.table.location);
+        let failed = |msg: String| -> anyhow::Error {
+            Failure::new(
+                crate::exit::VERIFY_FAILED,
+                format!("{label} {msg}; nothing was committed"),
+            )
+            .into()
+        };
+        match crate::verify::check(job, privacy, storage, &dataset, &label, ui)? {
+            Checked::Holds(v)
+                if v.published_rows == verified.published_rows
+                    && v.classes == verified.classes
+                    && v.smallest_class == verified.smallest_class => {}
+            Checked::Holds(v) => {
+                return Err(failed(format!(
+                    "are not the release kanon verified ({} rows in {} classes read back, {} in {} verified)",
+                    v.published_rows, v.classes, verified.published_rows, verified.classes
+                )))
+            }
+            Checked::Fails(msg) => return Err(failed(format!("fail verification: {msg}"))),
+        }
+        tracing::info!(
+            files = self.files.len(),
+            seconds = t.elapsed().as_secs_f64(),
+            "Delta data files read back and verified"
+        );
+        check_interrupt()?;
+        let t = Instant::now();
+        let written: Vec<WrittenFile> = self
+            .files
+            .iter()
+            .zip(self.sizes)
+            .map(|(location, &(rows, bytes))| WrittenFile {
+                location: location.clone(),
+                rows,
+                bytes,
+            })
+            .collect();
+        let outcome = crate::delta::commit(
+            storage,
+            self.table,
+            self.output,
+            self.schema,
+            &written,
+            certificate,
+            app_id,
+        )?;
+        tracing::info!(seconds = t.elapsed().as_secs_f64(), "Delta log commit done");
+        Ok(outcome)
+    }
+}
