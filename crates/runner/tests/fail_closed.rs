@@ -143,6 +143,16 @@ fn artefacts_never_overwrite_what_the_job_reads() {
     let o = run(anonymize(&job).args(["--overwrite", "-o", &alias]));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(!d.join("sub").exists(), "`sub` was created");
+    // A release whose manifest (`_NAME.kanon_release.json` beside it)
+    // would land on the job file.
+    let shadow = d.join("_x.parquet.kanon_release.json");
+    std::fs::copy(&job, &shadow).unwrap();
+    let o = run(anonymize(&shadow)
+        .args(["--overwrite", "-o"])
+        .arg(d.join("x.parquet")));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("manifest"), "{}", show(&o));
+    assert_eq!(sha(&shadow), sha(&job), "the job file was overwritten");
     let after: Vec<Vec<u8>> = [&input, &job, &hierarchy, &release]
         .iter()
         .map(|p| sha(p))

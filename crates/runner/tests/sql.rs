@@ -215,7 +215,13 @@ fn sql_and_anonymize_publish_the_same_release() {
         certificate("_cli.parquet.kanon_release.json"),
         certificate("_sql.parquet.kanon_release.json"),
     );
-    for field in ["verified", "l_achieved", "rows_in", "rows_published", "privacy"] {
+    for field in [
+        "verified",
+        "l_achieved",
+        "rows_in",
+        "rows_published",
+        "privacy",
+    ] {
         assert_eq!(c[field], s[field], "{field}");
     }
 }

@@ -398,6 +398,14 @@ impl Plan {
             .map(|s| parse_size("output.max_file_size", s))
             .transpose()?;
         let delta = DeltaOutput::of_spec(&spec.output, &output, args.overwrite)?;
+        // A single-file release's manifest lies beside it, outside the
+        // release's own path.
+        if delta.is_none() && max_file_bytes.is_none() {
+            reads.claim(
+                "the release's manifest",
+                crate::release::manifest_location(&output, false),
+            )?;
+        }
         let options = ReleaseOptions {
             max_file_bytes,
             row_group_rows: spec.output.row_group_rows.unwrap_or(1 << 20),
