@@ -130,11 +130,47 @@ fn storage_spec(args: &SqlArgs) -> Result<StorageSpec> {
     })
 }
 
+/// The schema of a CSV table as `kanon anonymize` reads it: a column whose
+/// sampled text a number would change (`007`, `+7`) is text, so that type
+/// inference never merges values (issue 32, item 5). `None` for other
+/// tables.
+fn csv_schema(
+    storage: &Storage,
+    t: &TableArg,
+    args: &SqlArgs,
+) -> Result<Option<datafusion::arrow::datatypes::Schema>> {
+    let is_csv = match &t.location {
+        Location::Local(p) => {
+            !p.is_dir() && Format::of_path(&p.to_string_lossy()) == Some(Format::Csv)
+        }
+        Location::S3 { key, .. } => {
+            !key.ends_with('/') && Format::of_path(key) == Some(Format::Csv)
+        }
+    };
+    if !is_csv {
+        return Ok(None);
+    }
+    let delimiter = match args.delimiter.as_deref() {
+        Some("\\t") | Some("tab") => Some("\t".to_string()),
+        d => d.map(String::from),
+    };
+    let spec = kanon_engine::spec::InputSpec {
+        format: Some("csv".into()),
+        delimiter,
+        header: Some(!args.no_header),
+        ..Default::default()
+    };
+    let dataset = crate::dataset::Dataset::open(storage, &t.location, &spec)
+        .with_context(|| format!("--table {}", t.name))?;
+    Ok(Some(dataset.schema.as_ref().clone()))
+}
+
 async fn register(
     ctx: &SessionContext,
     storage: &Storage,
     t: &TableArg,
     args: &SqlArgs,
+    csv_schema: Option<&datafusion::arrow::datatypes::Schema>,
 ) -> Result<()> {
     let (url, is_dir) = match &t.location {
         Location::Local(p) => {
@@ -186,10 +222,13 @@ async fn register(
                 .extension()
                 .map(|e| format!(".{}", e.to_string_lossy()))
                 .unwrap_or_default();
-            let options = CsvReadOptions::new()
+            let mut options = CsvReadOptions::new()
                 .delimiter(delimiter)
                 .has_header(!args.no_header)
                 .file_extension(&ext);
+            if let Some(schema) = csv_schema {
+                options = options.schema(schema);
+            }
             ctx.register_csv(&t.name, &url, options).await
         }
     }
@@ -334,7 +373,8 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             register_delta(&ctx, &storage, t)?;
             delta_tables.push(t);
         } else {
-            rt.block_on(register(&ctx, &storage, t, args))?;
+            let schema = csv_schema(&storage, t, args)?;
+            rt.block_on(register(&ctx, &storage, t, args, schema.as_ref()))?;
         }
     }
     let df = match rt.block_on(ctx.sql(&args.query)) {

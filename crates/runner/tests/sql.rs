@@ -412,3 +412,22 @@ fn output_refuses_results_it_cannot_certify() {
         );
     }
 }
+
+/// Issue 32, item 5, in `kanon sql`: a CSV table's columns are typed as
+/// `kanon anonymize` types them, so codes `007`, `07` and `7` stay three
+/// values (DataFusion's own inference read them as the number 7).
+#[test]
+fn csv_tables_keep_the_identity_of_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("codes.csv");
+    std::fs::write(&csv, "code,n\n007,1\n07,2\n7,3\n").unwrap();
+    let o = kanon(&[
+        "sql",
+        "SELECT count(DISTINCT code) AS codes, sum(n) AS total FROM t",
+        "--table",
+        &format!("t={}", csv.display()),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("| 3     | 6     |"), "{out}");
+}
