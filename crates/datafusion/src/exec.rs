@@ -352,6 +352,9 @@ impl ExecutionPlan for AnonymizeExec {
             let spec = job.spec();
             let mut encoder = Encoder::try_new(spec, job.hierarchies(), &input.schema())
                 .map_err(|e| engine_error("anonymize", e, true))?;
+            // Repeated identifiers may be one person's rows, counted by k
+            // as several people (kanon_engine::identities): refused.
+            let mut identities = kanon_engine::identities::IdentityCheck::new(spec);
             let held = consume(
                 &input,
                 &context,
@@ -359,12 +362,18 @@ impl ExecutionPlan for AnonymizeExec {
                 |b| {
                     let _t = m.encode_time.timer();
                     m.rows_in.add(b.num_rows());
+                    identities
+                        .push(b)
+                        .map_err(|e| engine_error("anonymize", e, false))?;
                     encoder
                         .push(b)
                         .map_err(|e| engine_error("anonymize", e, false))
                 },
             )
             .await?;
+            identities
+                .finish()
+                .map_err(|e| engine_error("anonymize", e, false))?;
             m.peak_mem_used.set_max(held.reservation.size());
             let job2 = Arc::clone(&job);
             let m2 = m.clone();

@@ -27,6 +27,7 @@ pub mod error;
 pub mod generalise;
 pub mod hierarchical_distance;
 pub mod hierarchy;
+pub mod identities;
 pub mod job;
 pub mod metrics;
 pub(crate) mod number;

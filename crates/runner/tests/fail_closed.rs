@@ -192,7 +192,10 @@ fn identifiers_keep_their_identity() {
     )
     .unwrap();
     let out = d.join("out.parquet");
-    let o = run(anonymize_cmd(&job, &csv, &out).env("KANON_PSEUDONYM_KEY", "k".repeat(32)));
+    let o = run(anonymize_cmd(&job, &csv, &out).env(
+        "KANON_PSEUDONYM_KEY",
+        "fail-closed-test-key-0123456789abcdef",
+    ));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let t = read_parquet(&out);
     let ids = t

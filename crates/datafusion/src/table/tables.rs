@@ -119,6 +119,16 @@ impl TableProvider for AnonymizeTable {
         // Filters and limits apply to the release, after anonymisation: they
         // are not pushed into the input (the default `Unsupported`).
         let mut keep = engine_columns(&self.job);
+        // The identifying and pseudonymised columns are read too: repeated
+        // values may be one person's rows (kanon_engine::identities).
+        keep.extend(
+            self.job
+                .spec()
+                .attributes
+                .iter()
+                .filter(|a| matches!(a.role, Role::Identifying | Role::Pseudonymised))
+                .map(|a| a.name.as_str()),
+        );
         let wanted: Vec<&str> = match projection {
             Some(p) => p
                 .iter()

@@ -17,6 +17,17 @@ use crate::spec::{JobSpec, Role};
 /// be guessed from one known value and its pseudonym.
 pub const MIN_KEY_BYTES: usize = 16;
 
+/// The fewest distinct bytes a pseudonym key may hold: 16 × `a`, or a
+/// word repeated, is the first key an attacker tries (a random hex key of
+/// 32 bytes holds about 16).
+pub const MIN_DISTINCT_KEY_BYTES: usize = 8;
+
+fn distinct_bytes(key: &str) -> usize {
+    let mut seen = [false; 256];
+    key.bytes().for_each(|b| seen[b as usize] = true);
+    seen.iter().filter(|&&s| s).count()
+}
+
 /// The keys of a job's pseudonymised columns. The engine reads no
 /// environment: the front end looks the variables up and hands the values
 /// over ([`Pseudonymiser::from_lookup`]). The keys are never printed
@@ -89,6 +100,16 @@ impl Pseudonymiser {
                             "the pseudonym key in {var} (column `{}`) is {} bytes; use at least {MIN_KEY_BYTES} (e.g. `openssl rand -hex 32`)",
                             a.name,
                             k.len()
+                        ),
+                    ))
+                }
+                Some(k) if distinct_bytes(&k) < MIN_DISTINCT_KEY_BYTES => {
+                    return Err(Error::spec(
+                        setting,
+                        format!(
+                            "the pseudonym key in {var} (column `{}`) has only {} distinct bytes: a key like `aaaa...` or a short word repeated is guessed first; use a random key (e.g. `openssl rand -hex 32`)",
+                            a.name,
+                            distinct_bytes(&k)
                         ),
                     ))
                 }

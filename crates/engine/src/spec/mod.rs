@@ -22,7 +22,7 @@ pub use algorithm::AlgorithmSpec;
 pub use attribute::{AttributeSpec, GeneralisationSpec, Kind, NullPolicy, Role, DEFAULT_KEY_ENV};
 pub use input_output::{InputSpec, OutputSpec, StorageSpec};
 pub use privacy::{
-    Diversity, MissingSensitive, PrivacySpec, RequirementSpec, DEFAULT_MISSING_VALUES,
+    Diversity, MissingSensitive, PrivacySpec, RequirementSpec, DEFAULT_MISSING_VALUES, ENTITY_ROW,
 };
 pub use risk::{RiskSpec, MSU_DEFAULT_MAX_RECORDS};
 

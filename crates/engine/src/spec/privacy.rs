@@ -59,7 +59,19 @@ pub struct PrivacySpec {
     /// class must satisfy each of them too.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, serde_json::Value>,
+    /// The privacy unit (issue 31). Unset, a job whose identifying or
+    /// pseudonymised column repeats a value on several rows is refused
+    /// (`crate::identities`): those rows may be one person, and k counts
+    /// rows. `"row"` says that repeated values are not people (a hospital
+    /// code, a batch number) and the row is the unit. A column name, the
+    /// person whose rows k should count, is refused until entity-level
+    /// models exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entity: Option<String>,
 }
+
+/// `privacy.entity` for "the row is the privacy unit".
+pub const ENTITY_ROW: &str = "row";
 
 /// The texts that stand for a missing sensitive value when the job gives
 /// no `privacy.missing_values` (compared trimmed, ignoring case): the
@@ -108,6 +120,7 @@ impl Default for PrivacySpec {
             missing_sensitive: MissingSensitive::Ignore,
             missing_values: None,
             models: BTreeMap::new(),
+            entity: None,
         }
     }
 }

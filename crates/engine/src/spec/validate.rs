@@ -23,6 +23,7 @@ impl JobSpec {
             }
         }
         self.validate_diversity()?;
+        self.validate_entity()?;
         self.risk.validate()?;
         // Every model of `[privacy.models]` is registered and its
         // parameters build.
@@ -66,6 +67,14 @@ impl JobSpec {
                 return Err(Error::spec(
                     format!("attributes.{}.key_env", a.name),
                     "name an environment variable, e.g. key_env = \"KANON_PSEUDONYM_KEY\"",
+                ));
+            }
+            if let Some(var) = a.key_env.as_deref().filter(|v| is_common_variable(v)) {
+                return Err(Error::spec(
+                    format!("attributes.{}.key_env", a.name),
+                    format!(
+                        "{var} is a common environment variable, whose value is no secret (anyone can guess it and recompute every pseudonym); name a variable that holds only the key, e.g. key_env = \"KANON_PSEUDONYM_KEY\""
+                    ),
                 ));
             }
             if let Some(w) = a.weight {
@@ -179,6 +188,92 @@ impl JobSpec {
         }
         Ok(())
     }
+}
+
+impl JobSpec {
+    /// `privacy.entity`: `"row"`, or (refused until entity-level models
+    /// exist) an identifying or pseudonymised column.
+    fn validate_entity(&self) -> Result<()> {
+        let Some(entity) = self.privacy.entity.as_deref() else {
+            return Ok(());
+        };
+        if entity == super::privacy::ENTITY_ROW {
+            return Ok(());
+        }
+        let message = match self.attributes.iter().find(|a| a.name == entity) {
+            Some(a) if matches!(a.role, Role::Identifying | Role::Pseudonymised) => format!(
+                "counting people (the distinct values of `{entity}`) instead of rows is not supported yet: k, l and the risk measures count rows, so a person with several rows could be a class alone. Publish one row per person (e.g. aggregate the visits first), or, if the repeated values of `{entity}` are not people, set `entity = \"row\"`"
+            ),
+            Some(_) => format!(
+                "`{entity}` must be the column that identifies a person, with role \"identifying\" or \"pseudonymised\"; or write `entity = \"row\"` when every row is a different person or repeats are not people"
+            ),
+            None => format!(
+                "no attribute is named `{entity}`; name the column that identifies a person, or write `entity = \"row\"`"
+            ),
+        };
+        Err(Error::spec("privacy.entity", message))
+    }
+}
+
+/// Whether `name` is an environment variable every shell, CI runner or
+/// container sets to a guessable value (PATH, HOME, LANG, ...): a
+/// pseudonym key read from it is no secret (issue 31, item 4).
+fn is_common_variable(name: &str) -> bool {
+    const NAMES: [&str; 40] = [
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "USERNAME",
+        "SHELL",
+        "PWD",
+        "OLDPWD",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "HOSTNAME",
+        "HOST",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "MAIL",
+        "DISPLAY",
+        "SHLVL",
+        "TZ",
+        "PS1",
+        "PS2",
+        "IFS",
+        "UID",
+        "EUID",
+        "PPID",
+        "RANDOM",
+        "SECONDS",
+        "LINENO",
+        "JAVA_HOME",
+        "PYTHONPATH",
+        "LD_LIBRARY_PATH",
+        "MANPATH",
+        "COLUMNS",
+        "LINES",
+        "CI",
+        "KANON_JOB",
+    ];
+    const PREFIXES: [&str; 9] = [
+        "LC_",
+        "XDG_",
+        "SSH_",
+        "GIT_",
+        "CARGO",
+        "RUST",
+        "GITHUB_",
+        "KUBERNETES_",
+        "DBUS_",
+    ];
+    let upper = name.trim().to_ascii_uppercase();
+    NAMES.contains(&upper.as_str()) || PREFIXES.iter().any(|p| upper.starts_with(p))
 }
 
 #[cfg(test)]

@@ -110,6 +110,12 @@ impl JobSpec {
                 file.columns.unlisted
             ));
         }
+        if a.entity != b.entity && b.entity.as_deref() == Some(super::privacy::ENTITY_ROW) {
+            out.push(format!(
+                "privacy.entity changed from {:?} to \"row\" (repeated identifiers would no longer be refused)",
+                a.entity.as_deref().unwrap_or("unset")
+            ));
+        }
         // A registered model's parameters have no order kanon knows: any
         // change to one the file names counts as weakening (fail closed).
         for (name, params) in &a.models {

@@ -549,9 +549,16 @@ impl PassOne {
             batches: Vec::new(),
             bytes: 0,
         });
+        // Pass 1 also counts the identifying and pseudonymised columns:
+        // repeated values may be one person's rows (kanon_engine::identities).
+        let mut identities = kanon_engine::identities::IdentityCheck::new(spec);
         let projection = match held {
             Some(_) => None,
-            None => Some(dataset.projection(&working_columns(spec))),
+            None => {
+                let mut columns = working_columns(spec);
+                columns.extend(identities.columns().map(String::from));
+                Some(dataset.projection(&columns))
+            }
         };
         let bar = ui.bar("pass 1/2", dataset.rows);
         let (read, rows_in, csv_hash) =
@@ -560,6 +567,7 @@ impl PassOne {
                     check_interrupt()?;
                     let batch = batch?;
                     fits(encoder.push(&batch))?;
+                    fits(identities.push(&batch))?;
                     bar.inc(batch.num_rows() as u64);
                     if let Some(h) = &mut held {
                         let kept = kanon_engine::recode::unread_placeholder(&batch, &unread)?;
@@ -586,6 +594,7 @@ impl PassOne {
             ))
             .into());
         }
+        fits(identities.finish())?;
         let qi = encoder.finish().with_context(|| plan.misfit())?;
         warn_variants(&qi);
         let read_s = t.elapsed().as_secs_f64();
