@@ -135,12 +135,24 @@ fn anonymize(job: &Path, algorithm: &str, out: &Path) -> ExitCode {
 }
 
 /// Every Adult row is in `release`, its classes hold at least the job's k
-/// rows, and `kanon verify` passes it.
-fn assert_released_and_verified(job: &Path, release: &Path) {
+/// rows, and `kanon verify` passes it with the job that made it (`job` run
+/// by `algorithm`): a certificate of another job fails.
+fn assert_released_and_verified(job: &Path, algorithm: &str, release: &Path) {
     assert_eq!(common::read_parquet(release).num_rows(), 30162);
     assert!(smallest_class(job, release) >= 10);
-    let verified = kanon(&["verify", "-q", "-c", path(job), "-i", path(release)]);
+    let verified = kanon(&[
+        "verify",
+        "-q",
+        "-c",
+        path(job),
+        "--algorithm",
+        algorithm,
+        "-i",
+        path(release),
+    ]);
     assert_eq!(verified, ExitCode::SUCCESS);
+    let other = kanon(&["verify", "-q", "-c", path(job), "-i", path(release)]);
+    assert_eq!(other, ExitCode::from(1), "verified as another job");
 }
 
 #[test]
@@ -150,7 +162,7 @@ fn a_registered_algorithm_runs_through_the_cli_path_with_verification() {
     let job = common::adult_job(dir.path(), |t| t);
     let out = dir.path().join("release.parquet");
     assert_eq!(anonymize(&job, "sorted-runs", &out), ExitCode::SUCCESS);
-    assert_released_and_verified(&job, &out);
+    assert_released_and_verified(&job, "sorted-runs", &out);
 }
 
 #[test]
@@ -194,5 +206,5 @@ fn a_registered_algorithm_runs_in_sql_anonymize() {
         path(&common::root()),
     ]);
     assert_eq!(code, ExitCode::SUCCESS);
-    assert_released_and_verified(&job, &out);
+    assert_released_and_verified(&job, "sorted-runs", &out);
 }

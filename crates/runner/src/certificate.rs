@@ -52,6 +52,23 @@ pub struct Certificate {
     pub l_achieved: Vec<LAchieved>,
     /// What the release was made from.
     pub input: InputIdentity,
+    /// Every file the release published, with its rows and `sha256:`
+    /// (relative to the release's directory, or to the Delta table's
+    /// root): `kanon verify` recomputes the hashes, so data rewritten
+    /// under the same names and sizes is caught. Empty in certificates of
+    /// kanon before issue 31.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<CertifiedFile>,
+}
+
+/// One file a certificate vouches for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertifiedFile {
+    /// Its path relative to the release or table.
+    pub path: String,
+    pub rows: u64,
+    /// `sha256:` of its bytes.
+    pub sha256: String,
 }
 
 /// The l-diversity achieved in one sensitive column.
@@ -148,8 +165,32 @@ impl Certificate {
                 })
                 .collect(),
             input,
+            files: Vec::new(),
         }
     }
+}
+
+/// `sha256:` of the bytes of the file at `location`.
+///
+/// # Errors
+/// Read failures.
+pub fn file_sha256(
+    storage: &crate::storage::Storage,
+    location: &crate::storage::Location,
+) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let mut reader = storage.open_read(location)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = std::io::Read::read(&mut reader, &mut buf)
+            .with_context(|| format!("cannot read {location}"))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{}", hex(&h.finalize())))
 }
 
 /// How the figures a release's rows achieve (`found`) differ from those its
@@ -180,9 +221,40 @@ pub fn discrepancies(found: &Verified, claimed: &Verified) -> Vec<String> {
     out
 }
 
-/// `sha256:` of a job: its settings after every override (the output's
-/// location and mode excluded, so a job's identity does not depend on where
-/// it writes) and the bytes of its hierarchy files, in name order.
+/// How the l-diversity a release's rows achieve (`found`, from its labels)
+/// differs from what its certificate claims, per sensitive column. Empty
+/// when the certificate holds.
+pub fn diversity_discrepancies(found: &[SensitiveDiversity], claimed: &[LAchieved]) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in claimed {
+        let Some(f) = found.iter().find(|f| f.name == c.column) else {
+            out.push(format!(
+                "the certificate claims l for `{}`, which the release does not hold",
+                c.column
+            ));
+            continue;
+        };
+        if f.distinct_l != c.distinct_l {
+            out.push(format!(
+                "`{}` is distinct {}-diverse, the certificate says {}",
+                c.column, f.distinct_l, c.distinct_l
+            ));
+        }
+        let tolerance = 1e-9 * f.entropy_l.abs().max(1.0);
+        if (f.entropy_l - c.entropy_l).abs() > tolerance {
+            out.push(format!(
+                "`{}` is entropy {:.4}-diverse, the certificate says {:.4}",
+                c.column, f.entropy_l, c.entropy_l
+            ));
+        }
+    }
+    out
+}
+
+/// `sha256:` of a job: its settings after every override (the input,
+/// output and storage settings excluded, so a job's identity does not
+/// depend on where it reads or writes) and the bytes of its hierarchy
+/// files, in name order.
 pub fn job_hash(job: &Job) -> String {
     spec_hash(&job.spec, |path| {
         job.hierarchies
@@ -194,7 +266,13 @@ pub fn job_hash(job: &Job) -> String {
 
 fn spec_hash(spec: &JobSpec, hierarchy: impl Fn(&str) -> String) -> String {
     let mut spec = spec.clone();
+    // Where a job reads and writes, and with which credentials, is not
+    // what it publishes: a daily job over each day's file is one job (the
+    // input's identity is the certificate's fingerprint), and the SQL
+    // anonymize() of a job file is that job.
     spec.output = Default::default();
+    spec.input = Default::default();
+    spec.storage = Default::default();
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(&spec).expect("a job serialises"));
     let mut paths: Vec<&str> = spec

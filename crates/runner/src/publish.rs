@@ -28,13 +28,13 @@ use arrow::datatypes::SchemaRef;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::verify::Verified;
 
-use crate::certificate::Certificate;
+use crate::certificate::{Certificate, CertifiedFile};
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, Ui};
-use crate::release::{Manifest, ReleaseOptions, ReleaseWriter};
+use crate::release::{relative_name, Manifest, ReleaseOptions, ReleaseWriter};
 use crate::storage::{Location, Storage};
 use crate::verify::Checked;
 
@@ -153,20 +153,42 @@ impl<'a> Publisher<'a> {
         } = self;
         // The last file's footer, so that every file has its size.
         writer.close()?;
-        if writer.file_sizes().len() != writer.files().len() {
+        if writer.file_sizes().len() != writer.files().len()
+            || writer.file_hashes().len() != writer.files().len()
+        {
             return Err(anyhow::anyhow!(
                 "{} files written but {} sized (a bug in kanon); nothing was published",
                 writer.files().len(),
                 writer.file_sizes().len()
             ));
         }
+        // The certificate vouches for every file by its hash, relative to
+        // the release (Parquet) or to the table's root (Delta).
+        let root = match &target {
+            Target::Parquet(dest) => dest.clone(),
+            Target::Delta(_, table) => table.location.clone(),
+        };
+        let mut certificate = certificate.clone();
+        certificate.files = writer
+            .files()
+            .iter()
+            .zip(writer.file_sizes())
+            .zip(writer.file_hashes())
+            .map(|((l, &(rows, _)), sha256)| CertifiedFile {
+                path: relative_name(&root, l),
+                rows,
+                sha256: sha256.clone(),
+            })
+            .collect();
+        let certificate = &certificate;
         match target {
             Target::Parquet(dest) => {
-                let files: Vec<(Location, u64, u64)> = writer
+                let files: Vec<(Location, u64, u64, String)> = writer
                     .files()
                     .iter()
                     .zip(writer.file_sizes())
-                    .map(|(l, &(rows, bytes))| (l.clone(), rows, bytes))
+                    .zip(writer.file_hashes())
+                    .map(|((l, &(rows, bytes)), sha256)| (l.clone(), rows, bytes, sha256.clone()))
                     .collect();
                 writer.set_manifest(&Manifest::new(&dest, &files, certificate.clone()));
                 let files = writer.commit()?;

@@ -56,7 +56,8 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         None => location.to_string(),
     };
     let mut verified = None;
-    let mut failed = match check(&job, &privacy, &storage, &dataset, &label, ui)? {
+    let (checked, labels) = check_with_labels(&job, &privacy, &storage, &dataset, &label, ui)?;
+    let mut failed = match checked {
         Checked::Holds(v) => {
             if !ui.quiet {
                 outln!(
@@ -81,12 +82,24 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         failed |=
             !crate::delta::check_certificates(&storage, &job, &privacy, &location, version, ui)?;
     } else {
-        failed |= !check_manifest(&storage, &location, &dataset, verified.as_ref(), ui)?;
+        let found = Found {
+            verified: verified.as_ref(),
+            labels: labels.as_ref(),
+        };
+        failed |= !check_manifest(&storage, &job, &location, &dataset, found, ui)?;
     }
     Ok(match failed {
         true => ExitCode::from(exit::VERIFY_FAILED),
         false => ExitCode::SUCCESS,
     })
+}
+
+/// What the rows of a release achieve, when they satisfy the job.
+#[derive(Clone, Copy)]
+struct Found<'a> {
+    verified: Option<&'a kanon_engine::verify::Verified>,
+    /// The release's labels, encoded.
+    labels: Option<&'a QiTable>,
 }
 
 /// Checks a Parquet release against its manifest, when it has one: the
@@ -98,17 +111,27 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
 /// A manifest that cannot be read or parsed.
 fn check_manifest(
     storage: &Storage,
+    job: &Job,
     location: &Location,
     dataset: &Dataset,
-    verified: Option<&kanon_engine::verify::Verified>,
+    found: Found<'_>,
     ui: &Ui,
 ) -> Result<bool> {
+    let Found { verified, labels } = found;
     let split = match location {
         Location::Local(p) => p.is_dir(),
         Location::S3 { key, .. } => key.is_empty() || key.ends_with('/') || dataset.n_files() > 1,
     };
     let at = crate::release::manifest_location(location, split);
     if storage.head(&at)?.is_none() {
+        // A release kanon wrote always has its manifest: one without it was
+        // copied in part, or had its certificate removed.
+        if dataset.written_by_kanon() {
+            outln!(
+                "  manifest {at} is missing, but kanon wrote the release (its files carry kanon's metadata): a partial copy, or a certificate removed; copy the release with its manifest"
+            );
+            return Ok(false);
+        }
         if !ui.quiet {
             outln!("  no manifest ({at} is missing): the files were not checked against one");
         }
@@ -138,11 +161,38 @@ fn check_manifest(
             manifest.files.len()
         ));
     }
+    // Same names and sizes are not the same bytes: a file whose values
+    // were replaced keeps its size often enough.
+    if problems.is_empty() {
+        for f in &manifest.files {
+            let Some(want) = &f.sha256 else { continue };
+            check_interrupt()?;
+            let at = location_of(location, split, &f.name);
+            if &crate::certificate::file_sha256(storage, &at)? != want {
+                problems.push(format!(
+                    "file {} is not the file the manifest lists: its sha256 differs (rewritten after it was published)",
+                    f.name
+                ));
+            }
+        }
+    }
     if let Some(v) = verified {
         problems.extend(crate::certificate::discrepancies(
             v,
             &manifest.certificate.verified,
         ));
+        if let Some(table) = labels {
+            problems.extend(crate::certificate::diversity_discrepancies(
+                &kanon_engine::metrics::release_diversity(table),
+                &manifest.certificate.l_achieved,
+            ));
+        }
+    }
+    if manifest.certificate.job_hash != crate::certificate::job_hash(job) {
+        problems.push(
+            "its certificate was made by another job (the job hash differs from this job's): verify it with the job that made it"
+                .to_string(),
+        );
     }
     if problems.is_empty() {
         if !ui.quiet {
@@ -192,6 +242,22 @@ pub(crate) fn check(
     label: &str,
     ui: &Ui,
 ) -> Result<Checked> {
+    Ok(check_with_labels(job, privacy, storage, dataset, label, ui)?.0)
+}
+
+/// [`check`], with the release's labels encoded when it holds (what the
+/// certificate's l per column is recomputed from).
+///
+/// # Errors
+/// As [`check`].
+pub(crate) fn check_with_labels(
+    job: &Job,
+    privacy: &Privacy,
+    storage: &Storage,
+    dataset: &Dataset,
+    label: &str,
+    ui: &Ui,
+) -> Result<(Checked, Option<QiTable>)> {
     let mut release = ReleaseCheck::new(job, &dataset.schema, label)?;
     let bar = ui.bar("verify", dataset.rows);
     let projection = dataset.projection(release.columns());
@@ -202,7 +268,7 @@ pub(crate) fn check(
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
-    Ok(release.finish(privacy)?.0)
+    release.finish(privacy)
 }
 
 /// The check of a release against its job by the published labels, batch

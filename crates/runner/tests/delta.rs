@@ -929,7 +929,9 @@ fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
     let insert = |k: usize| {
         format!("INSERT INTO r SELECT * FROM anonymize('adult', 'config = \"configs/adult.toml\", k = {k}')")
     };
-    let o = sql(&insert(20));
+    // The job of the table's first release, so that its certificate is
+    // this job's (verify fails a certificate of another job).
+    let o = sql(&insert(10));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(stdout(&o).contains("with its certificate"), "{}", show(&o));
     assert_eq!(local_versions(&table), vec![0, 1]);
@@ -943,7 +945,7 @@ fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
     // an INSERT into a table that is not Delta, and a DELETE.
     for (query, says) in [
         (
-            format!("{} LIMIT 7", insert(20)),
+            format!("{} LIMIT 7", insert(10)),
             "does NOT satisfy anonymize()'s job",
         ),
         (
@@ -962,7 +964,8 @@ fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
         assert_eq!(local_versions(&table), vec![0, 1], "{query}");
         assert_eq!(local_data_files(&table), files, "{query}");
     }
-    // Both releases are in the table, and each commit's certificate holds.
+    // Both releases are in the table, and each commit's certificate holds;
+    // verified as another job (another k), the SQL commit's fails.
     let o = run(kanon().args([
         "sql",
         "-t",
@@ -978,6 +981,17 @@ fn insert_into_a_delta_table_from_anonymize_commits_only_a_verified_release() {
         "{}",
         show(&o)
     );
+    let o = run(kanon().args([
+        "verify",
+        "-c",
+        "configs/adult.toml",
+        "--set",
+        "privacy.k=20",
+        "-i",
+        t,
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(stdout(&o).contains("another job"), "{}", show(&o));
     let o = run(kanon().args(["inspect", t]));
     assert!(!stdout(&o).contains("no kanon certificate"), "{}", show(&o));
 }
@@ -1049,11 +1063,14 @@ fn a_column_mapped_delta_input_is_refused() {
     assert!(!out.exists());
 }
 
-/// Issue 32, item 9: after another engine's DELETE (which rewrites some of
-/// kanon's files with its own string types) and OPTIMIZE, `kanon verify`
-/// still reads the table (it stopped at "different schemas").
+/// Issue 32, item 9: after another engine's OPTIMIZE and DELETE (which
+/// rewrites some of kanon's files with its own string types), `kanon
+/// verify` still reads the table (it stopped at "different schemas").
+/// Issue 31, item 3: OPTIMIZE changes no row and passes; the DELETE is a
+/// version that changes the rows of a certified table without a
+/// certificate, and fails verify (exit 1) naming it.
 #[test]
-fn verify_reads_a_table_another_engine_deleted_from_and_optimized() {
+fn verify_reads_a_table_another_engine_optimized_and_deleted_from() {
     if !python_with("import deltalake, pyarrow", "pip install deltalake pyarrow") {
         return;
     }
@@ -1066,29 +1083,6 @@ fn verify_reads_a_table_another_engine_deleted_from_and_optimized() {
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     }
     let verify = || run(kanon().args(["verify", "-c", "configs/adult.toml", "-i", t]));
-    // DELETE the rows of an age label only the first file has: whole
-    // classes go, one file is rewritten, the other stays kanon's.
-    let script = r#"
-import sys, pyarrow.parquet as pq
-from deltalake import DeltaTable
-p = sys.argv[1]
-dt = DeltaTable(p)
-files = sorted(dt.file_uris())
-assert len(files) == 2, files
-labels = [set(pq.read_table(f.removeprefix("file://"), columns=["age"]).column("age").to_pylist()) for f in files]
-only = sorted(labels[0] - labels[1]) or sorted(labels[1] - labels[0])
-assert only, "no age label in one file only"
-dt.delete(f"age = '{only[0]}'")
-dt = DeltaTable(p)
-assert len(dt.file_uris()) == 2, dt.file_uris()
-"#;
-    let o = std::process::Command::new("python3")
-        .args(["-c", script, t])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", show(&o));
-    let o = verify();
-    assert_eq!(o.status.code(), Some(0), "after DELETE: {}", show(&o));
     let o = std::process::Command::new("python3")
         .args([
             "-c",
@@ -1100,4 +1094,97 @@ assert len(dt.file_uris()) == 2, dt.file_uris()
     assert!(o.status.success(), "{}", show(&o));
     let o = verify();
     assert_eq!(o.status.code(), Some(0), "after OPTIMIZE: {}", show(&o));
+    // DELETE the rows of one age label: whole classes go.
+    let script = r#"
+import sys, pyarrow.parquet as pq
+from deltalake import DeltaTable
+p = sys.argv[1]
+dt = DeltaTable(p)
+ages = sorted(set(dt.to_pyarrow_table(columns=["age"]).column("age").to_pylist()))
+dt.delete(f"age = '{ages[0]}'")
+"#;
+    let o = std::process::Command::new("python3")
+        .args(["-c", script, t])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let o = verify();
+    assert_eq!(o.status.code(), Some(1), "after DELETE: {}", show(&o));
+    let out = stdout(&o);
+    assert!(out.contains(": satisfies"), "the table was read: {out}");
+    assert!(
+        out.contains("version 3: changes the rows of a table kanon certified"),
+        "{out}"
+    );
+}
+
+/// Issue 31, item 3, for Delta tables: an l inflated in a commit's
+/// certificate, a certificate removed from a kanon commit, and a data file
+/// rewritten with the same size all fail `kanon verify` (exit 1), naming
+/// the version. Each passed with exit 0 before.
+#[test]
+fn verify_catches_certificates_that_lie() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_slices(dir.path(), (0, 15_000), (15_000, 30_162));
+    let table = dir.path().join("releases");
+    let t = table.to_str().unwrap();
+    for input in [&a, &b] {
+        let o = run_delta(input.to_str().unwrap(), t, &["output.mode=\"append\""]);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    }
+    let verify = || run(kanon().args(["verify", "-c", "configs/adult.toml", "-i", t]));
+    let o = verify();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        stdout(&o).matches("file hashes match").count(),
+        2,
+        "{}",
+        show(&o)
+    );
+    let log = table.join("_delta_log/00000000000000000001.json");
+    let original = std::fs::read_to_string(&log).unwrap();
+    let edit = |change: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+        let lines: Vec<String> = original
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                if let Some(info) = v.get_mut("commitInfo").and_then(|i| i.as_object_mut()) {
+                    change(info);
+                }
+                serde_json::to_string(&v).unwrap()
+            })
+            .collect();
+        std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    };
+    edit(&|info| {
+        let c = info.get_mut("kanon.certificate").unwrap();
+        let l = c["l_achieved"][0]["distinct_l"].as_u64().unwrap();
+        c["l_achieved"][0]["distinct_l"] = serde_json::json!(l + 7);
+    });
+    let o = verify();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("version 1: certificate does NOT match"),
+        "{}",
+        show(&o)
+    );
+    edit(&|info| {
+        info.remove("kanon.certificate");
+    });
+    let o = verify();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("carries no certificate"),
+        "{}",
+        show(&o)
+    );
+    std::fs::write(&log, &original).unwrap();
+    let o = verify();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    for f in local_data_files(&table) {
+        rewrite_same_size(&f, b"sha256:");
+    }
+    let o = verify();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(stdout(&o).contains("sha256 differs"), "{}", show(&o));
 }

@@ -145,6 +145,19 @@ impl Dataset {
             .collect()
     }
 
+    /// Whether a file's footer says kanon wrote it (a `kanon.version` key
+    /// in its key-value metadata): a release that should have a manifest.
+    pub fn written_by_kanon(&self) -> bool {
+        self.files.iter().any(|f| {
+            f.parquet.as_ref().is_some_and(|m| {
+                m.metadata()
+                    .file_metadata()
+                    .key_value_metadata()
+                    .is_some_and(|kv| kv.iter().any(|kv| kv.key == "kanon.version"))
+            })
+        })
+    }
+
     /// Where each file is, in read order.
     pub fn file_locations(&self) -> Vec<String> {
         self.files

@@ -8,12 +8,14 @@ use serde::Serialize;
 use kanon_engine::privacy::Privacy;
 
 use super::Table;
-use crate::certificate::{discrepancies, job_hash, Certificate, COMMIT_INFO_KEY};
+use crate::certificate::{
+    discrepancies, diversity_discrepancies, job_hash, Certificate, COMMIT_INFO_KEY,
+};
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::ops::Ui;
 use crate::storage::{Location, Storage};
-use crate::verify::{check, Checked};
+use crate::verify::{check_with_labels, Checked};
 
 /// One version of a table.
 #[derive(Debug, Clone, Serialize)]
@@ -32,6 +34,14 @@ pub struct Release {
     /// The paths of the files added, relative to the table.
     #[serde(skip)]
     pub added: Vec<String>,
+    /// Whether the version changed the table's rows: an add or remove with
+    /// `dataChange` (a compaction such as OPTIMIZE rewrites files without).
+    #[serde(skip)]
+    pub changes_data: bool,
+    /// Whether kanon wrote the version: its transaction's application id
+    /// is kanon's (`kanon-...`), whatever its commit info says.
+    #[serde(skip)]
+    pub kanon_txn: bool,
 }
 
 /// Every version of the table still in its log, oldest first (versions
@@ -75,6 +85,8 @@ fn parse_commit(version: i64, bytes: &[u8]) -> Result<Release> {
         rows_added: Some(0),
         certificate: None,
         added: Vec::new(),
+        changes_data: false,
+        kanon_txn: false,
     };
     for line in std::str::from_utf8(bytes)?
         .lines()
@@ -95,6 +107,7 @@ fn parse_commit(version: i64, bytes: &[u8]) -> Result<Release> {
             }
         } else if let Some(add) = action.get("add") {
             r.files_added += 1;
+            r.changes_data |= data_change(add);
             if let Some(p) = add.get("path").and_then(|p| p.as_str()) {
                 r.added.push(percent_decode(p));
             }
@@ -107,11 +120,25 @@ fn parse_commit(version: i64, bytes: &[u8]) -> Result<Release> {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
-        } else if action.get("remove").is_some() {
+        } else if let Some(txn) = action.get("txn") {
+            r.kanon_txn |= txn
+                .get("appId")
+                .and_then(|a| a.as_str())
+                .is_some_and(|a| a.starts_with("kanon-"));
+        } else if let Some(remove) = action.get("remove") {
             r.files_removed += 1;
+            r.changes_data |= data_change(remove);
         }
     }
     Ok(r)
+}
+
+/// An add or remove action's `dataChange` (true when missing: fail closed).
+fn data_change(action: &serde_json::Value) -> bool {
+    action
+        .get("dataChange")
+        .and_then(|d| d.as_bool())
+        .unwrap_or(true)
 }
 
 /// Prints the history as `kanon inspect` does.
@@ -232,8 +259,46 @@ pub fn check_certificates(
         .collect();
     let this_job = job_hash(job);
     let mut all_hold = true;
+    let mut certified_before: Option<i64> = None;
+    let fail = |version: i64, msg: String| {
+        outln!("  version {version}: {msg}");
+    };
     for r in history_to(storage, &table, version)? {
-        let Some(c) = &r.certificate else { continue };
+        let Some(c) = &r.certificate else {
+            if r.kanon_txn {
+                fail(
+                    r.version,
+                    "kanon committed it (its transaction is kanon's) but it carries no certificate: the certificate was removed from the log".to_string(),
+                );
+                all_hold = false;
+                continue;
+            }
+            // After kanon certified the table, a version that changes its
+            // rows without a certificate (another engine's INSERT, DELETE
+            // or UPDATE) publishes rows nobody verified as a release.
+            if let (Some(first), true) = (certified_before, r.changes_data) {
+                fail(
+                    r.version,
+                    format!(
+                        "changes the rows of a table kanon certified (version {first}) without a certificate ({} file(s) added, {} removed by {}): its rows were never verified as a release",
+                        r.files_added,
+                        r.files_removed,
+                        r.operation.as_deref().unwrap_or("an unnamed operation")
+                    ),
+                );
+                all_hold = false;
+            }
+            continue;
+        };
+        certified_before.get_or_insert(r.version);
+        if c.job_hash != this_job {
+            fail(
+                r.version,
+                "its certificate was made by another job (the job hash differs from this job's): verify the table with the job that made it".to_string(),
+            );
+            all_hold = false;
+            continue;
+        }
         if r.added.is_empty() || !r.added.iter().all(|p| active.contains(p)) {
             if !ui.quiet {
                 outln!(
@@ -244,33 +309,84 @@ pub fn check_certificates(
             continue;
         }
         let files: Vec<Location> = r.added.iter().map(|p| location.join(p)).collect();
+        // The certificate vouches for each file by its hash: the same
+        // names and sizes with other bytes (values replaced) fail.
+        if !c.files.is_empty() {
+            let mut certified: Vec<String> =
+                c.files.iter().map(|f| percent_decode(&f.path)).collect();
+            let mut added = r.added.clone();
+            certified.sort();
+            added.sort();
+            if certified != added {
+                fail(
+                    r.version,
+                    format!(
+                        "adds {} file(s), its certificate vouches for {} other or more",
+                        added.len(),
+                        certified.len()
+                    ),
+                );
+                all_hold = false;
+                continue;
+            }
+            let mut rewritten = Vec::new();
+            for f in &c.files {
+                crate::ops::check_interrupt()?;
+                let at = location.join(&percent_decode(&f.path));
+                if crate::certificate::file_sha256(storage, &at)? != f.sha256 {
+                    rewritten.push(percent_decode(&f.path));
+                }
+            }
+            if !rewritten.is_empty() {
+                fail(
+                    r.version,
+                    format!(
+                        "file(s) {} are not the files its certificate vouches for: their sha256 differs (rewritten after the commit)",
+                        rewritten.join(", ")
+                    ),
+                );
+                all_hold = false;
+                continue;
+            }
+        }
         let label = format!("{location} (rows of version {})", r.version);
         let dataset = Dataset::open_files(storage, location, &files)?;
-        let found = match check(job, privacy, storage, &dataset, &label, ui)? {
-            Checked::Holds(v) => v,
-            Checked::Fails(msg) => {
-                outln!("  version {}: does NOT satisfy the job: {msg}", r.version);
+        let (found, labels) = match check_with_labels(job, privacy, storage, &dataset, &label, ui)?
+        {
+            (Checked::Holds(v), labels) => (v, labels),
+            (Checked::Fails(msg), _) => {
+                fail(r.version, format!("does NOT satisfy the job: {msg}"));
                 all_hold = false;
                 continue;
             }
         };
-        let differs = discrepancies(&found, &c.verified);
+        let mut differs = discrepancies(&found, &c.verified);
+        if let Some(labels) = &labels {
+            differs.extend(diversity_discrepancies(
+                &kanon_engine::metrics::release_diversity(labels),
+                &c.l_achieved,
+            ));
+        }
         if differs.is_empty() {
             if !ui.quiet {
-                let job_note = match c.job_hash == this_job {
-                    true => "this job",
-                    false => "another job (its hash differs from this job's)",
-                };
                 outln!(
-                    "  version {}: certificate holds ({} rows, smallest class {}, made by {job_note})",
-                    r.version, found.published_rows, found.smallest_class
+                    "  version {}: certificate holds ({} rows, smallest class {}{})",
+                    r.version,
+                    found.published_rows,
+                    found.smallest_class,
+                    match c.files.is_empty() {
+                        true => ", no file hashes to check",
+                        false => ", file hashes match",
+                    }
                 );
             }
         } else {
-            outln!(
-                "  version {}: certificate does NOT match the data: {}",
+            fail(
                 r.version,
-                differs.join("; ")
+                format!(
+                    "certificate does NOT match the data: {}",
+                    differs.join("; ")
+                ),
             );
             all_hold = false;
         }

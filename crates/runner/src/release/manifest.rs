@@ -31,6 +31,11 @@ pub struct ManifestFile {
     pub name: String,
     pub rows: u64,
     pub bytes: u64,
+    /// `sha256:` of its bytes (missing in manifests of kanon before 0.1's
+    /// issue 31): `kanon verify` recomputes it, so a file rewritten with
+    /// the same size (every diagnosis replaced) is caught.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// The manifest of a release.
@@ -45,27 +50,20 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// The manifest of `files` (with their rows and bytes) under `dest`.
+    /// The manifest of `files` (with their rows, bytes and `sha256:`)
+    /// under `dest`.
     pub fn new(
         dest: &Location,
-        files: &[(Location, u64, u64)],
+        files: &[(Location, u64, u64, String)],
         certificate: Certificate,
     ) -> Manifest {
-        let root = dest.to_string();
         let files: Vec<ManifestFile> = files
             .iter()
-            .map(|(l, rows, bytes)| {
-                let full = l.to_string();
-                let name = full
-                    .strip_prefix(root.trim_end_matches('/'))
-                    .map(|n| n.trim_start_matches('/').to_string())
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| file_name(l));
-                ManifestFile {
-                    name,
-                    rows: *rows,
-                    bytes: *bytes,
-                }
+            .map(|(l, rows, bytes, sha256)| ManifestFile {
+                name: relative_name(dest, l),
+                rows: *rows,
+                bytes: *bytes,
+                sha256: Some(sha256.clone()),
             })
             .collect();
         Manifest {
@@ -82,6 +80,17 @@ impl Manifest {
         b.push(b'\n');
         b
     }
+}
+
+/// The name of file `l` relative to the release (or table) at `root`: its
+/// path under `root`, or its own name when it is `root`.
+pub fn relative_name(root: &Location, l: &Location) -> String {
+    let root = root.to_string();
+    l.to_string()
+        .strip_prefix(root.trim_end_matches('/'))
+        .map(|n| n.trim_start_matches('/').to_string())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| file_name(l))
 }
 
 fn file_name(l: &Location) -> String {

@@ -58,7 +58,7 @@ mod upload;
 mod writer;
 
 pub use destination::check_destination;
-pub use manifest::{manifest_location, Manifest};
+pub use manifest::{manifest_location, relative_name, Manifest};
 pub use temporaries::remove_stale_local;
 pub(crate) use temporaries::{spill_prefix, tmp_prefix};
 pub use writer::ReleaseWriter;

@@ -110,6 +110,9 @@ pub(super) enum Target<'a> {
 pub(super) struct Sink<'a> {
     pub(super) target: Target<'a>,
     pub(super) written: u64,
+    /// sha256 of the bytes written: the file's hash in the manifest and
+    /// the certificate, which `kanon verify` recomputes.
+    pub(super) hasher: sha2::Sha256,
 }
 
 impl Write for Sink<'_> {
@@ -125,6 +128,7 @@ impl Write for Sink<'_> {
                 buf.len()
             }
         };
+        sha2::Digest::update(&mut self.hasher, &buf[..n]);
         self.written += n as u64;
         Ok(n)
     }

@@ -38,6 +38,8 @@ pub struct ReleaseWriter<'a> {
     closed: Vec<Location>,
     /// Rows and bytes of each closed file.
     closed_sizes: Vec<(u64, u64)>,
+    /// `sha256:` of each closed file's bytes.
+    closed_hashes: Vec<String>,
     /// Rows written to the open file.
     current_rows: u64,
     /// Direct files created on the local disk, removed unless committed.
@@ -106,6 +108,7 @@ impl<'a> ReleaseWriter<'a> {
             current: None,
             closed: Vec::new(),
             closed_sizes: Vec::new(),
+            closed_hashes: Vec::new(),
             current_rows: 0,
             direct_paths: Vec::new(),
             manifest: None,
@@ -222,6 +225,7 @@ impl<'a> ReleaseWriter<'a> {
                 Sink {
                     target: sink,
                     written: 0,
+                    hasher: sha2::Sha256::default(),
                 },
                 self.schema.clone(),
                 self.props.clone(),
@@ -261,6 +265,10 @@ impl<'a> ReleaseWriter<'a> {
         self.bytes += sink.written;
         self.closed_sizes
             .push((std::mem::take(&mut self.current_rows), sink.written));
+        self.closed_hashes.push(format!(
+            "sha256:{}",
+            crate::certificate::hex(&sha2::Digest::finalize(sink.hasher.clone()))
+        ));
         match sink.target {
             Target::Local(b) => {
                 let f = b
@@ -288,6 +296,11 @@ impl<'a> ReleaseWriter<'a> {
     /// [`ReleaseWriter::commit`] will publish.
     pub fn files(&self) -> &[Location] {
         &self.closed
+    }
+
+    /// `sha256:` of each closed file, in the order of [`ReleaseWriter::files`].
+    pub fn file_hashes(&self) -> &[String] {
+        &self.closed_hashes
     }
 
     /// Publishes `manifest` with the release (see [`Manifest`]).
