@@ -371,14 +371,14 @@ impl ExecutionPlan for AnonymizeExec {
                 },
             )
             .await?;
-            identities
+            let identities = identities
                 .finish()
                 .map_err(|e| engine_error("anonymize", e, false))?;
             m.peak_mem_used.set_max(held.reservation.size());
             let job2 = Arc::clone(&job);
             let m2 = m.clone();
             let task = SpawnedTask::spawn_blocking(move || {
-                run_engine(&job2, encoder, held, &m2, &cancelled, &*blocks)
+                run_engine(&job2, encoder, held, &identities, &m2, &cancelled, &*blocks)
             });
             task.join()
                 .await
@@ -450,6 +450,7 @@ fn run_engine(
     job: &Job,
     encoder: Encoder,
     held: Held,
+    identities: &kanon_engine::identities::Identities,
     m: &Metrics,
     cancelled: &Arc<AtomicBool>,
     blocks: &dyn BlockExecutor,
@@ -498,7 +499,7 @@ fn run_engine(
         &cancel,
         kanon_engine::progress::Silent::sink(),
         blocks,
-        job.pseudonymiser().clone(),
+        job.pseudonymiser().for_release(spec, identities),
     )
     .map_err(|e| engine_error(f, e, false))?;
     m.algorithm_time

@@ -42,6 +42,17 @@ struct Tracked {
     present: bool,
 }
 
+/// Who an input's identifying and pseudonymised columns name, as a digest
+/// of their distinct values (order-independent): what makes each release's
+/// pseudonyms its own ([`crate::recode::Pseudonymiser::for_release`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Identities {
+    /// Wrapping sum of the mixed hashes of every distinct value, by column.
+    pub digest: u64,
+    /// Distinct values, over the columns.
+    pub distinct: u64,
+}
+
 /// Counts the values of a job's identifying and pseudonymised columns over
 /// the input's batches, then refuses what would publish people as rows (see
 /// the module docs).
@@ -122,11 +133,12 @@ impl IdentityCheck {
     }
 
     /// Refuses repeated identifiers (unless the row is the unit) and
-    /// pseudonymised columns too few to hide.
+    /// pseudonymised columns too few to hide; returns the digest of the
+    /// identifiers seen.
     ///
     /// # Errors
     /// [`Error::Data`] naming the column, the counts and the fix.
-    pub fn finish(self) -> Result<()> {
+    pub fn finish(self) -> Result<Identities> {
         for c in self.columns.iter().filter(|c| c.present) {
             let distinct = c.seen.len();
             let repeated = c.values - distinct;
@@ -158,7 +170,18 @@ impl IdentityCheck {
                 ));
             }
         }
-        Ok(())
+        let mut out = Identities::default();
+        for (i, c) in self.columns.iter().enumerate() {
+            for &h in &c.seen {
+                // splitmix64 of the value's hash and its column.
+                let mut z = h ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                out.digest = out.digest.wrapping_add(z ^ (z >> 31));
+            }
+            out.distinct += c.seen.len() as u64;
+        }
+        Ok(out)
     }
 }
 
@@ -197,12 +220,27 @@ mod tests {
         .unwrap()
     }
 
-    fn check(spec: &JobSpec, batches: &[RecordBatch]) -> Result<()> {
+    fn check(spec: &JobSpec, batches: &[RecordBatch]) -> Result<Identities> {
         let mut c = IdentityCheck::new(spec);
         for b in batches {
             c.push(b)?;
         }
         c.finish()
+    }
+
+    #[test]
+    fn the_digest_names_the_set_of_identifiers_in_any_order() {
+        let s = spec("identifying", None);
+        let a = check(&s, &[batch(&[Some("a"), Some("b")]), batch(&[Some("c")])]).unwrap();
+        let b = check(
+            &s,
+            &[batch(&[Some("c"), None]), batch(&[Some("b"), Some("a")])],
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.distinct, 3);
+        let c = check(&s, &[batch(&[Some("a"), Some("b"), Some("d")])]).unwrap();
+        assert_ne!(a.digest, c.digest);
     }
 
     #[test]

@@ -74,7 +74,8 @@ fn pseudonymised_identifiers_are_keyed_hashes_that_join() {
     distinct.dedup();
     assert_eq!(distinct.len(), 3000, "one pseudonym per identifier");
     assert!(!first.iter().any(|p| p.contains("900000")));
-    // Same key, same pseudonyms: two releases join.
+    // Same key, job and input, same pseudonyms: a rerun gives the same
+    // bytes (releases of other jobs or inputs do not join: tests/people.rs).
     let o = run(anonymize(&job, &input, &b).env(KEY_ENV, KEY));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(pseudonyms(&b), first);

@@ -120,6 +120,44 @@ impl Pseudonymiser {
         Ok(Pseudonymiser { keys })
     }
 
+    /// The keys of one release (issue 31, item 4): unless the job asks for
+    /// joinable pseudonyms, each column's key is replaced by
+    /// HMAC-SHA256(key, job ‖ identifiers), with the job's settings (its
+    /// input, output and storage left out) and the digest of the input's
+    /// identifiers ([`crate::identities::Identities`]). Two releases of
+    /// other jobs or other people then share no pseudonym, and the same job
+    /// on the same input gives the same ones.
+    pub fn for_release(
+        &self,
+        spec: &JobSpec,
+        identities: &crate::identities::Identities,
+    ) -> Pseudonymiser {
+        if spec.privacy.joinable_pseudonyms || self.keys.is_empty() {
+            return self.clone();
+        }
+        let mut job = spec.clone();
+        job.input = Default::default();
+        job.output = Default::default();
+        job.storage = Default::default();
+        let mut salt = b"kanon per-release pseudonym key\0".to_vec();
+        salt.extend(serde_json::to_vec(&job).unwrap_or_default());
+        salt.extend(identities.digest.to_le_bytes());
+        salt.extend(identities.distinct.to_le_bytes());
+        Pseudonymiser {
+            keys: self
+                .keys
+                .iter()
+                .map(|(column, key)| {
+                    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
+                        .expect("HMAC takes keys of any length");
+                    mac.update(&salt);
+                    let derived = mac.finalize().into_bytes().to_vec();
+                    (column.clone(), Arc::from(derived))
+                })
+                .collect(),
+        }
+    }
+
     fn key(&self, column: &str) -> Option<&[u8]> {
         self.keys
             .iter()
@@ -131,7 +169,8 @@ impl Pseudonymiser {
     /// each value's canonical bytes (the UTF-8 text of its Arrow display
     /// form; raw bytes for binary columns), as 64 lowercase hex digits.
     /// Nulls stay null. The same key and value always give the same
-    /// pseudonym, whatever the column's type or name, so releases join.
+    /// pseudonym, whatever the column's type or name (releases join only
+    /// when their keys are the same: see [`Pseudonymiser::for_release`]).
     ///
     /// # Errors
     /// [`Error::Spec`] when the column has no key (the front end did not

@@ -68,6 +68,15 @@ pub struct PrivacySpec {
     /// models exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entity: Option<String>,
+    /// Pseudonyms that join across releases. Unset (false), each release's
+    /// pseudonyms are its own: the key is salted with the job and the
+    /// input's identifiers, so two releases of one table (another job, or
+    /// another day's rows) cannot be joined on them, while a rerun of the
+    /// same job on the same input gives the same bytes. `true` keeps one
+    /// pseudonym per value and key across releases, to join them on
+    /// purpose (issue 31, item 4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub joinable_pseudonyms: bool,
 }
 
 /// `privacy.entity` for "the row is the privacy unit".
@@ -121,6 +130,7 @@ impl Default for PrivacySpec {
             missing_values: None,
             models: BTreeMap::new(),
             entity: None,
+            joinable_pseudonyms: false,
         }
     }
 }

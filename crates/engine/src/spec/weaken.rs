@@ -116,6 +116,12 @@ impl JobSpec {
                 a.entity.as_deref().unwrap_or("unset")
             ));
         }
+        if b.joinable_pseudonyms && !a.joinable_pseudonyms {
+            out.push(
+                "privacy.joinable_pseudonyms turned on (releases would join on their pseudonyms)"
+                    .to_string(),
+            );
+        }
         // A registered model's parameters have no order kanon knows: any
         // change to one the file names counts as weakening (fail closed).
         for (name, params) in &a.models {

@@ -174,6 +174,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         rows_in,
         fingerprint,
         read_s,
+        ..
     } = first;
     let working_set_bytes = qi.heap_bytes() as u64;
     // The report's "before" figures: counts of the raw QI values, no value;
@@ -523,6 +524,8 @@ struct PassOne {
     qi: QiTable,
     rows_in: u64,
     fingerprint: Option<String>,
+    /// The input's identifiers, which salt this release's pseudonyms.
+    identities: kanon_engine::identities::Identities,
     read_s: f64,
 }
 
@@ -594,7 +597,9 @@ impl PassOne {
             ))
             .into());
         }
-        fits(identities.finish())?;
+        let mut counted = None;
+        fits(identities.finish().map(|i| counted = Some(i)))?;
+        let identities = counted.unwrap_or_default();
         let qi = encoder.finish().with_context(|| plan.misfit())?;
         warn_variants(&qi);
         let read_s = t.elapsed().as_secs_f64();
@@ -610,6 +615,7 @@ impl PassOne {
             qi,
             rows_in,
             fingerprint,
+            identities,
             read_s,
         })
     }
@@ -641,7 +647,7 @@ fn anonymise(
         &crate::ops::cancellation(),
         &SpinnerProgress::new(spinner.clone(), what),
         workers.unwrap_or(LocalBlocks::get()),
-        plan.pseudonymiser.clone(),
+        plan.pseudonymiser.for_release(spec, &first.identities),
     );
     spinner.finish_and_clear();
     if let Err(Error::Cancelled(why)) = &prepared {
