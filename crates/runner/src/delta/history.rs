@@ -291,14 +291,6 @@ pub fn check_certificates(
             continue;
         };
         certified_before.get_or_insert(r.version);
-        if c.job_hash != this_job {
-            fail(
-                r.version,
-                "its certificate was made by another job (the job hash differs from this job's): verify the table with the job that made it".to_string(),
-            );
-            all_hold = false;
-            continue;
-        }
         if r.added.is_empty() || !r.added.iter().all(|p| active.contains(p)) {
             if !ui.quiet {
                 outln!(
@@ -306,6 +298,17 @@ pub fn check_certificates(
                     r.version
                 );
             }
+            continue;
+        }
+        // A certificate whose rows are still in the table must be this
+        // job's (a job's change that overwrote the table leaves the old
+        // job's certificates on replaced rows only).
+        if c.job_hash != this_job {
+            fail(
+                r.version,
+                "its certificate was made by another job (the job hash differs from this job's): verify the table with the job that made it".to_string(),
+            );
+            all_hold = false;
             continue;
         }
         let files: Vec<Location> = r.added.iter().map(|p| location.join(p)).collect();
