@@ -40,6 +40,8 @@ struct Tracked {
     values: usize,
     /// Whether any batch held the column.
     present: bool,
+    /// The row encoder of the column's type, made with its first batch.
+    converter: Option<(arrow::datatypes::DataType, RowConverter)>,
 }
 
 /// Who an input's identifying and pseudonymised columns name, as a digest
@@ -87,6 +89,7 @@ impl IdentityCheck {
                     seen: FxHashSet::default(),
                     values: 0,
                     present: false,
+                    converter: None,
                 })
                 .collect(),
             row_is_unit: spec.privacy.entity.as_deref() == Some(ENTITY_ROW),
@@ -113,8 +116,20 @@ impl IdentityCheck {
                 continue;
             };
             c.present = true;
-            let converter = RowConverter::new(vec![SortField::new(array.data_type().clone())])
-                .map_err(|e| Error::data(&c.name, format!("its values cannot be compared: {e}")))?;
+            let name = &c.name;
+            let fresh = |dt: &arrow::datatypes::DataType| {
+                RowConverter::new(vec![SortField::new(dt.clone())])
+                    .map_err(|e| Error::data(name, format!("its values cannot be compared: {e}")))
+            };
+            // One encoder per column, again only if a batch's type differs.
+            let converter = match &mut c.converter {
+                Some((dt, conv)) if dt == array.data_type() => conv,
+                slot => {
+                    &mut slot
+                        .insert((array.data_type().clone(), fresh(array.data_type())?))
+                        .1
+                }
+            };
             let rows = converter
                 .convert_columns(std::slice::from_ref(array))
                 .map_err(|e| Error::data(&c.name, format!("its values cannot be compared: {e}")))?;

@@ -265,14 +265,9 @@ pub fn job_hash(job: &Job) -> String {
 }
 
 fn spec_hash(spec: &JobSpec, hierarchy: impl Fn(&str) -> String) -> String {
-    let mut spec = spec.clone();
-    // Where a job reads and writes, and with which credentials, is not
-    // what it publishes: a daily job over each day's file is one job (the
-    // input's identity is the certificate's fingerprint), and the SQL
-    // anonymize() of a job file is that job.
-    spec.output = Default::default();
-    spec.input = Default::default();
-    spec.storage = Default::default();
+    // Where a job reads and writes is not what it publishes (the input's
+    // identity is the certificate's fingerprint).
+    let spec = spec.without_io();
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(&spec).expect("a job serialises"));
     let mut paths: Vec<&str> = spec

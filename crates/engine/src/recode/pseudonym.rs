@@ -135,12 +135,8 @@ impl Pseudonymiser {
         if spec.privacy.joinable_pseudonyms || self.keys.is_empty() {
             return self.clone();
         }
-        let mut job = spec.clone();
-        job.input = Default::default();
-        job.output = Default::default();
-        job.storage = Default::default();
         let mut salt = b"kanon per-release pseudonym key\0".to_vec();
-        salt.extend(serde_json::to_vec(&job).unwrap_or_default());
+        salt.extend(serde_json::to_vec(&spec.without_io()).unwrap_or_default());
         salt.extend(identities.digest.to_le_bytes());
         salt.extend(identities.distinct.to_le_bytes());
         Pseudonymiser {

@@ -63,6 +63,19 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
+    /// The job without its input, output and storage settings: what it
+    /// publishes and how, not where it reads or writes. The identity of a
+    /// job in a certificate's hash and in a release's pseudonym salt, so a
+    /// daily job over each day's file is one job, and SQL's `anonymize()`
+    /// of a job file is that job.
+    pub fn without_io(&self) -> JobSpec {
+        let mut spec = self.clone();
+        spec.input = Default::default();
+        spec.output = Default::default();
+        spec.storage = Default::default();
+        spec
+    }
+
     /// The job as a reader of its release sees it: only the QI and
     /// sensitive columns, each read as plain categorical labels (no
     /// hierarchy, intervals or masking), so a class is rows with equal
