@@ -240,6 +240,7 @@ pub fn release(
     } = prepare(
         spec,
         &table,
+        None,
         &privacy,
         kanon_engine::cancel::Cancellation::never(),
         kanon_engine::progress::Silent::sink(),

@@ -495,6 +495,7 @@ fn run_engine(
     } = prepare(
         spec,
         &table,
+        identities.entities.clone(),
         &privacy,
         &cancel,
         kanon_engine::progress::Silent::sink(),

@@ -21,11 +21,13 @@
 //! never publishes one.
 
 use std::hash::Hasher;
+use std::sync::Arc;
 
 use arrow::array::{Array, RecordBatch};
 use arrow::row::{RowConverter, SortField};
 use rustc_hash::{FxHashSet, FxHasher};
 
+use crate::entity::Entities;
 use crate::error::{Error, Result};
 use crate::spec::{JobSpec, Role, ENTITY_ROW};
 
@@ -47,12 +49,15 @@ struct Tracked {
 /// Who an input's identifying and pseudonymised columns name, as a digest
 /// of their distinct values (order-independent): what makes each release's
 /// pseudonyms its own ([`crate::recode::Pseudonymiser::for_release`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Identities {
     /// Wrapping sum of the mixed hashes of every distinct value, by column.
     pub digest: u64,
     /// Distinct values, over the columns.
     pub distinct: u64,
+    /// The person of every row, when the job's `privacy.entity` names a
+    /// column ([`crate::entity`]).
+    pub entities: Option<Arc<Entities>>,
 }
 
 /// Counts the values of a job's identifying and pseudonymised columns over
@@ -61,6 +66,9 @@ pub struct Identities {
 #[derive(Debug)]
 pub struct IdentityCheck {
     columns: Vec<Tracked>,
+    /// The column naming each row's person, the hash of each row's value
+    /// (0 for a null) and the number of nulls, when the job names one.
+    entity: Option<(String, Vec<u64>, usize)>,
     /// Repeats are allowed: the job's privacy unit is the row.
     row_is_unit: bool,
     k: usize,
@@ -92,6 +100,7 @@ impl IdentityCheck {
                     converter: None,
                 })
                 .collect(),
+            entity: spec.entity_column().map(|c| (c.to_string(), Vec::new(), 0)),
             row_is_unit: spec.privacy.entity.as_deref() == Some(ENTITY_ROW),
             k,
             rows: 0,
@@ -134,14 +143,26 @@ impl IdentityCheck {
                 .convert_columns(std::slice::from_ref(array))
                 .map_err(|e| Error::data(&c.name, format!("its values cannot be compared: {e}")))?;
             let nulls = array.logical_nulls();
+            let mut of_row = match &mut self.entity {
+                Some((column, of_row, nulls)) if column == name => Some((of_row, nulls)),
+                _ => None,
+            };
             for i in 0..array.len() {
                 if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+                    if let Some((of_row, nulls)) = of_row.as_mut() {
+                        of_row.push(0);
+                        **nulls += 1;
+                    }
                     continue;
                 }
                 let mut h = FxHasher::default();
                 h.write(rows.row(i).as_ref());
-                c.seen.insert(h.finish());
+                let h = h.finish();
+                c.seen.insert(h);
                 c.values += 1;
+                if let Some((of_row, _)) = of_row.as_mut() {
+                    of_row.push(h);
+                }
             }
         }
         Ok(())
@@ -154,7 +175,18 @@ impl IdentityCheck {
     /// # Errors
     /// [`Error::Data`] naming the column, the counts and the fix.
     pub fn finish(self) -> Result<Identities> {
+        let entities = match &self.entity {
+            Some((column, of_row, nulls)) => {
+                Some(Arc::new(people(column, of_row, *nulls, self.rows)?))
+            }
+            None => None,
+        };
         for c in self.columns.iter().filter(|c| c.present) {
+            // The person's own rows repeat their identifier: the person is
+            // the unit, and the column is one pseudonym per person.
+            if entities.is_some() {
+                continue;
+            }
             let distinct = c.seen.len();
             let repeated = c.values - distinct;
             let role = match c.role {
@@ -185,7 +217,10 @@ impl IdentityCheck {
                 ));
             }
         }
-        let mut out = Identities::default();
+        let mut out = Identities {
+            entities,
+            ..Identities::default()
+        };
         for (i, c) in self.columns.iter().enumerate() {
             for &h in &c.seen {
                 // splitmix64 of the value's hash and its column.
@@ -200,9 +235,38 @@ impl IdentityCheck {
     }
 }
 
+/// The person of every row from the hashes of the entity column's values,
+/// refusing a null (a row of nobody known) and a column the input lacks.
+fn people(column: &str, of_row: &[u64], nulls: usize, rows: usize) -> Result<Entities> {
+    if of_row.len() != rows {
+        return Err(Error::data(
+            column,
+            "`privacy.entity` names this column but the input does not hold it; name the column that identifies a person",
+        ));
+    }
+    if nulls > 0 {
+        return Err(Error::data(
+            column,
+            format!(
+                "`privacy.entity` names this column but {nulls} of its {rows} rows are null: a row of nobody known cannot be counted as a person (it could be anyone's, including someone already in its class). Fill in the person or remove those rows"
+            ),
+        ));
+    }
+    // Dense ids by hash: equal values, one person. Two people whose values
+    // collide in 64 bits would count as one, which publishes less.
+    let mut dense: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
+    let ids: Vec<u32> = of_row
+        .iter()
+        .map(|h| {
+            let next = dense.len() as u32;
+            *dense.entry(*h).or_insert(next)
+        })
+        .collect();
+    Ok(Entities::from_dense(column, ids, dense.len()))
+}
+
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
@@ -291,11 +355,25 @@ mod tests {
     }
 
     #[test]
-    fn an_entity_column_is_refused_until_supported() {
-        let e = spec("pseudonymised", Some("id")).validate().unwrap_err();
-        assert!(e.to_string().contains("not supported yet"), "{e}");
+    fn an_entity_column_must_identify_people() {
+        spec("pseudonymised", Some("id")).validate().unwrap();
+        let e = spec("identifying", Some("id")).validate().unwrap_err();
+        assert!(e.to_string().contains("recount"), "{e}");
         let e = spec("pseudonymised", Some("age")).validate().unwrap_err();
         assert!(e.to_string().contains("identifies a person"), "{e}");
         spec("pseudonymised", Some("row")).validate().unwrap();
+    }
+
+    #[test]
+    fn the_entity_column_numbers_people_and_refuses_nulls() {
+        let s = spec("pseudonymised", Some("id"));
+        let people = check(&s, &[batch(&[Some("a"), Some("b")]), batch(&[Some("a")])])
+            .unwrap()
+            .entities
+            .expect("people");
+        assert_eq!(people.of_row(), &[0, 1, 0]);
+        assert_eq!(people.count(), 2);
+        let e = check(&s, &[batch(&[Some("a"), None])]).unwrap_err();
+        assert!(e.to_string().contains("1 of its 2 rows are null"), "{e}");
     }
 }

@@ -23,6 +23,7 @@ pub mod codes;
 pub mod columns;
 pub(crate) mod distance;
 pub mod encode;
+pub mod entity;
 pub mod error;
 pub mod generalise;
 pub mod hierarchical_distance;

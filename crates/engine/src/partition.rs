@@ -191,4 +191,46 @@ impl Partition {
     pub fn n_rows(&self) -> usize {
         self.group_of_row.len()
     }
+
+    /// The same groups and tuples over the rows of `table`, each row in the
+    /// group `group_of_row` gives (rows the table excludes suppressed):
+    /// how a partition of people becomes one of their rows
+    /// ([`crate::entity`]). In the QI columns `widen`, a group with a row
+    /// its cell does not cover (a person whose value differs between rows)
+    /// publishes the tightest cell of all its rows instead, so every cell
+    /// stays true.
+    pub(crate) fn over_rows(
+        &self,
+        table: &QiTable,
+        mut group_of_row: Vec<u32>,
+        widen: &[usize],
+    ) -> Partition {
+        for &r in table.excluded() {
+            group_of_row[r as usize] = SUPPRESSED;
+        }
+        let mut cells = self.cells.clone();
+        if !widen.is_empty() {
+            let mut members: Vec<Vec<u32>> = vec![Vec::new(); self.n_groups()];
+            for (r, &g) in group_of_row.iter().enumerate() {
+                if g != SUPPRESSED {
+                    members[g as usize].push(r as u32);
+                }
+            }
+            for &q in widen {
+                let col = &table.columns()[q];
+                for (g, rows) in members.iter().enumerate() {
+                    let cell = &mut cells[g * self.n_qi + q];
+                    let codes = || rows.iter().map(|&r| col.codes().get(r as usize));
+                    if codes().any(|c| !col.covers(cell, c)) {
+                        *cell = col.cell_of(codes());
+                    }
+                }
+            }
+        }
+        Partition {
+            n_qi: self.n_qi,
+            group_of_row,
+            cells,
+        }
+    }
 }

@@ -12,13 +12,14 @@ use crate::algorithms::partitioned::{BlockExecutor, LocalBlocks};
 use crate::algorithms::{self, Context};
 use crate::cancel::Cancellation;
 use crate::encode::{EquivalenceClasses, QiTable};
+use crate::entity::Entities;
 use crate::error::Result;
 use crate::metrics::{self, Report, ReportOptions};
 use crate::partition::Partition;
 use crate::privacy::Privacy;
 use crate::progress::{Progress, Silent};
 use crate::spec::JobSpec;
-use crate::verify::{verify_partition, Verified};
+use crate::verify::{check_structure, verify_partition, Verified};
 
 /// Wall time of each phase.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -181,4 +182,75 @@ pub fn anonymize_cancellable(
         details: outcome.details,
         timings,
     })
+}
+
+/// [`anonymize_cancellable`] with the person as the unit
+/// ([`crate::entity`]): the algorithm runs on one row per person of
+/// `entities`, its partition is verified there (k, l, the requirements and
+/// the suppression limit count people), then spread over the rows, whose
+/// cells are checked to cover every row's values. The report's figures are
+/// those of the rows.
+///
+/// # Errors
+/// As [`anonymize`]; [`crate::Error::Spec`] for a model that cannot count
+/// people holding several values of a column.
+pub fn anonymize_people(
+    spec: &JobSpec,
+    table: &QiTable,
+    entities: &Entities,
+    privacy: &Privacy,
+    cancel: &Cancellation,
+    progress: &dyn Progress,
+    blocks: &dyn BlockExecutor,
+) -> Result<Anonymization> {
+    let people = entities.collapse(table, privacy)?;
+    let mut anonymization =
+        anonymize_cancellable(spec, &people.table, privacy, cancel, progress, blocks)?;
+    let t = Instant::now();
+    let partition = entities.expand(table, &people, &anonymization.partition);
+    check_structure(table, &partition)?;
+    anonymization.timings.verify += t.elapsed();
+    // The loss of the rows as published; the classes, their sizes and
+    // their diversity as people (what the job's k and l count).
+    let t = Instant::now();
+    let by_people = anonymization.report.clone();
+    let mut report = metrics::report(
+        table,
+        &partition,
+        ReportOptions {
+            k: privacy.class_min_size(),
+            ..Default::default()
+        },
+    );
+    report.classes = by_people.classes;
+    report.smallest_class = by_people.smallest_class;
+    report.largest_class = by_people.largest_class;
+    report.aecs = by_people.aecs;
+    report.classes_below_k = by_people.classes_below_k;
+    report.sensitive = by_people.sensitive;
+    anonymization.report = report;
+    anonymization.timings.metrics += t.elapsed();
+    let verified = &mut anonymization.verified;
+    verified.people = Some(verified.published_rows);
+    verified.published_rows = partition.n_rows() - partition.suppressed();
+    verified.excluded_rows = table.excluded().len();
+    verified.suppressed_rows = partition.suppressed() - verified.excluded_rows;
+    let entity = serde_json::json!({
+        "column": entities.column(),
+        "people": entities.count(),
+        "rows": table.n_rows(),
+        "varying_quasi_identifiers": people
+            .varying
+            .iter()
+            .map(|&q| table.columns()[q].name())
+            .collect::<Vec<_>>(),
+    });
+    match &mut anonymization.details {
+        serde_json::Value::Object(details) => {
+            details.insert("entity".into(), entity);
+        }
+        other => *other = serde_json::json!({ "algorithm": other.take(), "entity": entity }),
+    }
+    anonymization.partition = partition;
+    Ok(anonymization)
 }

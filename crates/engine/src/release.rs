@@ -20,16 +20,19 @@
 //! is committed. Nothing may be committed before [`Releaser::finish`]
 //! returned.
 
+use std::sync::Arc;
+
 use arrow::array::RecordBatch;
 use arrow::datatypes::{Schema, SchemaRef};
 
 use crate::algorithms::partitioned::BlockExecutor;
 use crate::cancel::Cancellation;
 use crate::encode::QiTable;
+use crate::entity::{people_of_release, Entities};
 use crate::error::{Error, Result};
 use crate::order::{Buckets, Ordered, ReleaseOrder};
 use crate::partition::SUPPRESSED;
-use crate::pipeline::{anonymize_cancellable, Anonymization};
+use crate::pipeline::{anonymize_cancellable, anonymize_people, Anonymization};
 use crate::privacy::Privacy;
 use crate::progress::Progress;
 use crate::recode::{Pseudonymiser, Recoder};
@@ -49,22 +52,39 @@ pub struct Prepared {
 /// `progress`, clustering the blocks of a block-wise run with `blocks`),
 /// verifies the
 /// partition, and prepares the recoder (with the keys of the pseudonymised
-/// columns).
+/// columns). With `entities` (the job names `privacy.entity`), the person
+/// is the unit ([`crate::entity`]): the algorithm runs on people, and the
+/// release is verified by people too.
 ///
 /// # Errors
-/// As [`crate::pipeline::anonymize`].
+/// As [`crate::pipeline::anonymize`]; [`Error::Spec`] when the job names
+/// an entity column and `entities` is `None`.
+#[allow(clippy::too_many_arguments)]
 pub fn prepare(
     spec: &JobSpec,
     table: &QiTable,
+    entities: Option<Arc<Entities>>,
     privacy: &Privacy,
     cancel: &Cancellation,
     progress: &dyn Progress,
     blocks: &dyn BlockExecutor,
     pseudonymiser: Pseudonymiser,
 ) -> Result<Prepared> {
-    let anonymization = anonymize_cancellable(spec, table, privacy, cancel, progress, blocks)?;
-    let recoder =
-        Recoder::new(spec, table, &anonymization.partition).with_pseudonymiser(pseudonymiser);
+    let anonymization = match (&entities, spec.entity_column()) {
+        (Some(people), _) => {
+            anonymize_people(spec, table, people, privacy, cancel, progress, blocks)?
+        }
+        (None, Some(column)) => return Err(Error::spec(
+            "privacy.entity",
+            format!(
+                "the people of `{column}` were not counted by this front end: nothing was released"
+            ),
+        )),
+        (None, None) => anonymize_cancellable(spec, table, privacy, cancel, progress, blocks)?,
+    };
+    let recoder = Recoder::new(spec, table, &anonymization.partition)
+        .with_pseudonymiser(pseudonymiser)
+        .with_entities(entities);
     Ok(Prepared {
         anonymization,
         recoder,
@@ -90,6 +110,9 @@ pub struct Releaser {
     buckets: Buckets,
     schema: SchemaRef,
     verifier: ReleaseVerifier,
+    /// The check by people ([`crate::entity`]): the released rows in input
+    /// order, by their labels, and the person of each.
+    people: Option<(ReleaseVerifier, Vec<u32>)>,
     offset: usize,
 }
 
@@ -106,12 +129,24 @@ impl Releaser {
             ReleaseVerifier::try_with_hierarchies(spec, recoder.sensitive_hierarchies(), &schema)?;
         let order = recoder.release_order(spec.algorithm.seed);
         let buckets = order.buckets(bucket_rows.max(1));
+        let people = match recoder.entities() {
+            Some(_) => Some((
+                ReleaseVerifier::try_with_hierarchies(
+                    spec,
+                    recoder.sensitive_hierarchies(),
+                    &schema,
+                )?,
+                Vec::new(),
+            )),
+            None => None,
+        };
         Ok(Releaser {
             recoder,
             order,
             buckets,
             schema,
             verifier,
+            people,
             offset: 0,
         })
     }
@@ -170,11 +205,23 @@ impl Releaser {
             return Err(changed(self.recoder.n_rows(), self.offset + n));
         }
         let released = self.recoder.recode(batch, self.offset)?;
-        let groups = self.recoder.group_of_row()[self.offset..self.offset + n]
+        let range = self.offset..self.offset + n;
+        let groups = self.recoder.group_of_row()[range.clone()]
             .iter()
             .copied()
             .filter(|&g| g != SUPPRESSED)
             .collect();
+        if let (Some((verifier, ids)), Some(entities)) = (&mut self.people, self.recoder.entities())
+        {
+            verifier.push(&released)?;
+            ids.extend(
+                self.recoder.group_of_row()[range.clone()]
+                    .iter()
+                    .zip(&entities.of_row()[range])
+                    .filter(|(&g, _)| g != SUPPRESSED)
+                    .map(|(_, &p)| p),
+            );
+        }
         self.offset += n;
         Ok(Recoded {
             batch: released,
@@ -233,7 +280,27 @@ impl Releaser {
             return Err(changed(rows_in, self.offset));
         }
         let table = self.verifier.into_table()?;
-        let checked = crate::verify::verify_labels(&table, privacy)?;
+        let (checked, table) = match self.people {
+            // By people: the rows in input order, collapsed to one per
+            // person (which fails when a person's rows carry two label
+            // tuples), against the models; the rows in release order must
+            // form the same classes. The release's labels handed back are
+            // then one row per person, as every figure of the job counts.
+            Some((verifier, ids)) => {
+                let rows = verifier.into_table()?;
+                if !crate::verify::same_classes(&rows, &table) {
+                    return Err(Error::Internal(
+                        "the release in release order does not hold the classes of the recoded rows (a bug in kanon; nothing was released)".into(),
+                    ));
+                }
+                let people = people_of_release(&rows, &ids)?;
+                let mut checked = crate::verify::verify_labels(&people, privacy)?;
+                checked.people = Some(checked.published_rows);
+                checked.published_rows = rows.n_rows();
+                (checked, people)
+            }
+            None => (crate::verify::verify_labels(&table, privacy)?, table),
+        };
         let suppressed = anonymization.report.suppressed_rows;
         if checked.published_rows != anonymization.verified.published_rows
             || checked.published_rows + suppressed != rows_in

@@ -141,6 +141,45 @@ pub struct SensitiveColumn {
     /// folding): a front end warns about them.
     #[serde(default)]
     pub(crate) folded: usize,
+    /// Every value of each row, when a row stands for a person with
+    /// several values (the one-row-per-person table of
+    /// [`crate::entity`]); `codes` then holds one of them. `None`: each
+    /// row has the one value of `codes`. Always serialised: a block task
+    /// travels to workers in postcard, which cannot skip a field.
+    pub(crate) sets: Option<Arc<ValueSets>>,
+}
+
+/// The non-missing values (codes, ascending, distinct) of each row of a
+/// sensitive column whose rows stand for people with several values.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ValueSets {
+    /// `values[offsets[r]..offsets[r + 1]]` are row `r`'s values.
+    offsets: Vec<u32>,
+    values: Vec<u32>,
+}
+
+impl ValueSets {
+    /// The sets of rows given one by one, in row order.
+    pub(crate) fn from_sets<'a>(sets: impl IntoIterator<Item = &'a [u32]>) -> Self {
+        let mut offsets = vec![0u32];
+        let mut values = Vec::new();
+        for set in sets {
+            values.extend_from_slice(set);
+            offsets.push(values.len() as u32);
+        }
+        ValueSets { offsets, values }
+    }
+
+    /// The values of row `row`.
+    pub fn of(&self, row: u32) -> &[u32] {
+        let r = row as usize;
+        &self.values[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+    }
+
+    /// The sets of `rows`, in the given order.
+    pub(crate) fn gather(&self, rows: &[u32]) -> Self {
+        Self::from_sets(rows.iter().map(|&r| self.of(r)))
+    }
 }
 
 /// The hierarchy of a sensitive attribute and the leaf of each of its codes.
@@ -209,6 +248,7 @@ impl SensitiveColumn {
             numeric_order: None,
             hierarchy: None,
             folded: 0,
+            sets: None,
         };
         if let Some(values) = numbers {
             column.numeric_order = column.order_by(|c| Some(values[c as usize]));
@@ -325,6 +365,11 @@ impl SensitiveColumn {
     /// The attribute's hierarchy, when the job gives one.
     pub fn hierarchy(&self) -> Option<&SensitiveHierarchy> {
         self.hierarchy.as_ref()
+    }
+    /// Every value of each row, when rows stand for people with several
+    /// values ([`crate::entity`]).
+    pub fn value_sets(&self) -> Option<&ValueSets> {
+        self.sets.as_deref()
     }
 }
 
@@ -466,6 +511,7 @@ impl QiTable {
                 numeric_order: s.numeric_order.clone(),
                 hierarchy: s.hierarchy.clone(),
                 folded: s.folded,
+                sets: s.sets.as_ref().map(|v| Arc::new(v.gather(rows))),
             })
             .collect();
         let excluded = if self.excluded.is_empty() {

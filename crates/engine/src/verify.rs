@@ -73,6 +73,12 @@ pub struct Verified {
     pub requirements: Vec<RequirementCheck>,
     /// Every per-class model the release passed.
     pub models: Vec<ModelCheck>,
+    /// People published, when the job's unit is the person
+    /// (`privacy.entity`, [`crate::entity`]): `classes`, `smallest_class`,
+    /// the requirements and the models then count people, while the `_rows`
+    /// fields count rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub people: Option<usize>,
 }
 
 /// Checks a partition against the privacy models.
@@ -84,6 +90,58 @@ pub fn verify_partition(
     partition: &Partition,
     privacy: &Privacy,
 ) -> Result<Verified> {
+    check_structure(table, partition)?;
+    let fail = |m: String| Err(Error::VerificationFailed(m));
+    let groups = partition.group_of_row();
+    // Published classes: groups with identical tuples are one class.
+    let (class_of_group, n_classes) = partition.published_classes();
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); n_classes];
+    for (r, &g) in groups.iter().enumerate() {
+        if g != SUPPRESSED {
+            members[class_of_group[g as usize] as usize].push(r as u32);
+        }
+    }
+    members.retain(|m| !m.is_empty());
+    let models = check_classes(table, members.iter().map(|m| m.as_slice()), privacy)?;
+    let sizes = partition.group_sizes();
+    let requirements = check_requirements(privacy, table.n_qi(), |columns| {
+        let mut counts: FxHashMap<Vec<&Cell>, usize> = FxHashMap::default();
+        for (g, &size) in sizes.iter().enumerate() {
+            if size > 0 {
+                let tuple = partition.tuple(g);
+                *counts
+                    .entry(columns.iter().map(|&q| &tuple[q]).collect())
+                    .or_default() += size;
+            }
+        }
+        counts.into_values().collect()
+    })?;
+    let suppressed = partition.suppressed() - table.excluded().len();
+    let allowed = privacy.max_suppressed(table.n_rows());
+    if suppressed > allowed {
+        return fail(format!(
+            "{suppressed} rows suppressed but the suppression limit allows {allowed}"
+        ));
+    }
+    Ok(Verified {
+        classes: members.len(),
+        smallest_class: members.iter().map(|m| m.len()).min().unwrap_or(0),
+        published_rows: members.iter().map(|m| m.len()).sum(),
+        suppressed_rows: suppressed,
+        excluded_rows: table.excluded().len(),
+        requirements,
+        models,
+        people: None,
+    })
+}
+
+/// The part of [`verify_partition`] that needs no model: the partition
+/// covers the table's rows, publishes no excluded row, points to existing
+/// groups, and every published cell covers its row's value.
+///
+/// # Errors
+/// [`Error::VerificationFailed`] describing the fault by counts only.
+pub(crate) fn check_structure(table: &QiTable, partition: &Partition) -> Result<()> {
     let fail = |m: String| Err(Error::VerificationFailed(m));
     if partition.n_rows() != table.n_rows() {
         return fail(format!(
@@ -134,45 +192,7 @@ pub fn verify_partition(
             ));
         }
     }
-    // Published classes: groups with identical tuples are one class.
-    let (class_of_group, n_classes) = partition.published_classes();
-    let mut members: Vec<Vec<u32>> = vec![Vec::new(); n_classes];
-    for (r, &g) in groups.iter().enumerate() {
-        if g != SUPPRESSED {
-            members[class_of_group[g as usize] as usize].push(r as u32);
-        }
-    }
-    members.retain(|m| !m.is_empty());
-    let models = check_classes(table, members.iter().map(|m| m.as_slice()), privacy)?;
-    let sizes = partition.group_sizes();
-    let requirements = check_requirements(privacy, table.n_qi(), |columns| {
-        let mut counts: FxHashMap<Vec<&Cell>, usize> = FxHashMap::default();
-        for (g, &size) in sizes.iter().enumerate() {
-            if size > 0 {
-                let tuple = partition.tuple(g);
-                *counts
-                    .entry(columns.iter().map(|&q| &tuple[q]).collect())
-                    .or_default() += size;
-            }
-        }
-        counts.into_values().collect()
-    })?;
-    let suppressed = partition.suppressed() - table.excluded().len();
-    let allowed = privacy.max_suppressed(table.n_rows());
-    if suppressed > allowed {
-        return fail(format!(
-            "{suppressed} rows suppressed but the suppression limit allows {allowed}"
-        ));
-    }
-    Ok(Verified {
-        classes: members.len(),
-        smallest_class: members.iter().map(|m| m.len()).min().unwrap_or(0),
-        published_rows: members.iter().map(|m| m.len()).sum(),
-        suppressed_rows: suppressed,
-        excluded_rows: table.excluded().len(),
-        requirements,
-        models,
-    })
+    Ok(())
 }
 
 /// Checks every requirement on the projection of a release. `projected`
@@ -269,6 +289,7 @@ pub fn verify_release(
             excluded_rows: 0,
             requirements: check_requirements(privacy, 0, |_| Vec::new())?,
             models: Vec::new(),
+            people: None,
         });
     };
     let mut verifier = ReleaseVerifier::try_new(spec, first.schema().as_ref())?;
@@ -369,6 +390,28 @@ impl ReleaseVerifier {
     }
 }
 
+/// Whether two releases encoded by their labels form the same classes
+/// (the same QI label tuples with the same numbers of rows), whatever
+/// their row order and codes.
+pub(crate) fn same_classes(a: &QiTable, b: &QiTable) -> bool {
+    fn sizes(t: &QiTable) -> FxHashMap<Vec<&str>, usize> {
+        let classes = EquivalenceClasses::of(t);
+        (0..classes.len())
+            .map(|c| {
+                let tuple = classes.tuple(c);
+                let labels = t
+                    .columns()
+                    .iter()
+                    .zip(tuple)
+                    .map(|(col, &code)| col.label(code))
+                    .collect();
+                (labels, classes.size(c))
+            })
+            .collect()
+    }
+    a.n_rows() == b.n_rows() && a.n_qi() == b.n_qi() && sizes(a) == sizes(b)
+}
+
 /// Checks a release encoded by its labels ([`ReleaseVerifier::into_table`]):
 /// every published class against the models, every requirement on its
 /// projection.
@@ -399,6 +442,7 @@ pub fn verify_labels(table: &QiTable, privacy: &Privacy) -> Result<Verified> {
         excluded_rows: 0,
         requirements,
         models,
+        people: None,
     })
 }
 

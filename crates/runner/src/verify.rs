@@ -282,9 +282,20 @@ pub(crate) struct ReleaseCheck {
     /// The pseudonymised columns of the release.
     pseudonymised: Vec<String>,
     verifier: Option<ReleaseVerifier>,
+    /// When the job's unit is the person: the entity column and the person
+    /// of every row pushed so far, by pseudonym.
+    people: Option<People>,
     /// Why the release fails, once found.
     failed: Option<String>,
     label: String,
+}
+
+/// The people of a release, recounted from the pseudonyms of its entity
+/// column (one per person within a release).
+struct People {
+    column: String,
+    ids: rustc_hash::FxHashMap<String, u32>,
+    of_row: Vec<u32>,
 }
 
 impl ReleaseCheck {
@@ -306,6 +317,22 @@ impl ReleaseCheck {
             })
             .map(|a| a.name.clone())
             .collect();
+        // A job whose unit is the person is recounted in people, from the
+        // entity column's pseudonyms: a release without them cannot be.
+        let people = job.spec.entity_column().map(|c| People {
+            column: c.to_string(),
+            ids: Default::default(),
+            of_row: Vec::new(),
+        });
+        let missing_people = people
+            .as_ref()
+            .filter(|p| schema.index_of(&p.column).is_err())
+            .map(|p| {
+                format!(
+                    "the job counts people by `{}`, which the release does not hold: its k in people cannot be recounted (publish the column's pseudonyms)",
+                    p.column
+                )
+            });
         let mut columns: Vec<String> = job
             .spec
             .quasi_identifiers()
@@ -318,12 +345,14 @@ impl ReleaseCheck {
         // `[columns] unlisted = "identifying"`, any column the job does not
         // list) in the release is a violation, whatever the classes.
         let leaked = identifying_columns(&job.spec, schema);
-        let failed = (!leaked.is_empty()).then(|| {
-            format!(
-                "it holds identifying column(s) {}, which a release must drop",
-                leaked.join(", ")
-            )
-        });
+        let failed = (!leaked.is_empty())
+            .then(|| {
+                format!(
+                    "it holds identifying column(s) {}, which a release must drop",
+                    leaked.join(", ")
+                )
+            })
+            .or(missing_people);
         let verifier = match failed {
             Some(_) => None,
             None => Some(
@@ -335,6 +364,7 @@ impl ReleaseCheck {
             columns,
             pseudonymised,
             verifier,
+            people,
             failed,
             label: label.to_string(),
         })
@@ -374,6 +404,28 @@ impl ReleaseCheck {
             v.push(batch)
                 .with_context(|| format!("cannot check release {}", self.label))?;
         }
+        if let Some(p) = &mut self.people {
+            let Some(array) = batch.column_by_name(&p.column) else {
+                self.failed = Some(format!(
+                    "a batch of the release lacks the entity column `{}`",
+                    p.column
+                ));
+                return Ok(());
+            };
+            let text = arrow::compute::cast(array, &arrow::datatypes::DataType::Utf8)
+                .with_context(|| format!("cannot check release {}", self.label))?;
+            let text = text
+                .as_any()
+                .downcast_ref::<arrow::array::StringArray>()
+                .expect("cast to Utf8");
+            for v in text.iter() {
+                // Nulls failed the pseudonym check above.
+                let v = v.unwrap_or_default();
+                let next = p.ids.len() as u32;
+                let id = *p.ids.entry(v.to_string()).or_insert(next);
+                p.of_row.push(id);
+            }
+        }
         Ok(())
     }
 
@@ -396,7 +448,26 @@ impl ReleaseCheck {
         let table = verifier
             .into_table()
             .with_context(|| format!("cannot check release {label}"))?;
-        match kanon_engine::verify::verify_labels(&table, privacy) {
+        // By people: one row per person (their rows must carry one label
+        // tuple), and every figure counts them.
+        let (table, rows) = match &self.people {
+            Some(p) => match kanon_engine::entity::people_of_release(&table, &p.of_row) {
+                Ok(people) => (people, table.n_rows()),
+                Err(Error::VerificationFailed(msg)) => return Ok((Checked::Fails(msg), None)),
+                Err(e) => return Err(e).with_context(|| format!("cannot check release {label}")),
+            },
+            None => {
+                let rows = table.n_rows();
+                (table, rows)
+            }
+        };
+        match kanon_engine::verify::verify_labels(&table, privacy).map(|mut v| {
+            if self.people.is_some() {
+                v.people = Some(v.published_rows);
+                v.published_rows = rows;
+            }
+            v
+        }) {
             Ok(v) => Ok((Checked::Holds(v), Some(table))),
             Err(Error::VerificationFailed(msg)) => Ok((
                 Checked::Fails(format!("{}: {msg}", privacy.describe())),

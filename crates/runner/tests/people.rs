@@ -86,19 +86,113 @@ fn repeated_identifiers_are_refused_unless_the_row_is_the_unit() {
     assert!(out.exists());
 }
 
-/// Item 1: counting people by a column is not built yet, and says so
-/// instead of counting rows under the name of people.
+/// Item 1: `entity = "patient_id"` counts people. Every class of the
+/// release holds at least k patients (recounted here from the published
+/// pseudonyms), every patient's visits share one class, `kanon verify`
+/// recounts the same, and the summary says k counts people. Before, the
+/// job was refused ("not supported yet"); with `entity = "row"` the same
+/// table publishes classes of a single patient.
 #[test]
-fn an_entity_column_is_refused_until_entities_are_counted() {
+fn an_entity_column_counts_people() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let csv = visits(d, 50, 2);
-    let job = job(d, "pseudonymised", "entity = \"patient_id\"");
+    // 100 patients, each alone on their (age, sex), 4 visits each.
+    let mut rows = vec!["patient_id,age,sex,zip,diagnosis".to_string()];
+    for v in 0..4 {
+        for p in 0..100 {
+            rows.push(format!(
+                "P{p:05},{},{},1000{},D{}",
+                20 + p % 50,
+                ["F", "M"][p / 50],
+                v,
+                (p + v) % 5
+            ));
+        }
+    }
+    let csv = d.join("unique.csv");
+    std::fs::write(&csv, rows.join("\n") + "\n").unwrap();
+    let job = job(d, "pseudonymised", "entity = \"patient_id\"\nl = 2");
     let out = d.join("out.parquet");
     let o = run(anonymize_cmd(&job, &csv, &out).env("KANON_PSEUDONYM_KEY", KEY));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("k achieved") && stdout(&o).contains("people"),
+        "{}",
+        show(&o)
+    );
+    let (classes, smallest, split) = patients_per_class(&out);
+    assert_eq!(split, 0, "patients whose rows are in two classes");
+    assert!(classes > 1, "{classes} classes");
+    assert!(smallest >= 5, "a class of {smallest} patients");
+    let o = run(kanon()
+        .args(["verify", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&out)
+        .env("KANON_PSEUDONYM_KEY", KEY));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // An identifying entity column would leave a k nobody can recount.
+    let dropped = job_file_with(d, "identifying", "entity = \"patient_id\"");
+    let o = run(&mut anonymize_cmd(&dropped, &csv, &out));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(stderr(&o).contains("not supported yet"), "{}", show(&o));
-    assert!(!out.exists());
+    assert!(stderr(&o).contains("recount"), "{}", show(&o));
+
+    // The attack of issue 31 on the same table with the row as the unit:
+    // classes of 5 rows that are one or two patients (4 visits each).
+    let rows_job = job_file_with(d, "pseudonymised", "entity = \"row\"");
+    let by_rows = d.join("rows.parquet");
+    let o = run(anonymize_cmd(&rows_job, &csv, &by_rows).env("KANON_PSEUDONYM_KEY", KEY));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let (_, smallest_by_rows, split_by_rows) = patients_per_class(&by_rows);
+    assert!(
+        smallest_by_rows < 5 && split_by_rows > 0,
+        "by rows: {smallest_by_rows} patients, {split_by_rows} split"
+    );
+}
+
+fn job_file_with(dir: &Path, role: &str, privacy: &str) -> PathBuf {
+    let path = dir.join(format!("job-{role}-{}.toml", privacy.len()));
+    std::fs::copy(job(dir, role, privacy), &path).unwrap();
+    path
+}
+
+/// Classes of a release (rows with equal `age` and `sex` labels), the
+/// fewest distinct patients (pseudonyms) in one, and how many patients
+/// have rows in two classes (which an attacker intersects).
+fn patients_per_class(release: &Path) -> (usize, usize, usize) {
+    let t = read_parquet(release);
+    let text = |c: &str| {
+        let a = arrow::compute::cast(
+            t.column_by_name(c).unwrap(),
+            &arrow::datatypes::DataType::Utf8,
+        )
+        .unwrap();
+        a.as_any()
+            .downcast_ref::<arrow::array::StringArray>()
+            .unwrap()
+            .iter()
+            .map(|v| v.unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+    };
+    let (age, sex, id) = (text("age"), text("sex"), text("patient_id"));
+    let mut classes: std::collections::HashMap<
+        (String, String),
+        std::collections::HashSet<String>,
+    > = Default::default();
+    let mut class_of: std::collections::HashMap<String, (String, String)> = Default::default();
+    let mut split = std::collections::HashSet::new();
+    for i in 0..id.len() {
+        let key = (age[i].clone(), sex[i].clone());
+        if class_of
+            .insert(id[i].clone(), key.clone())
+            .is_some_and(|k| k != key)
+        {
+            split.insert(id[i].clone());
+        }
+        classes.entry(key).or_default().insert(id[i].clone());
+    }
+    let smallest = classes.values().map(|p| p.len()).min().unwrap_or(0);
+    (classes.len(), smallest, split.len())
 }
 
 /// Item 4: pseudonyms too few to hide (a 3-value zip over 600 rows: rank
@@ -181,6 +275,43 @@ fn sql_refuses_repeated_identifiers_too() {
     ]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(stdout(&o).contains("600"), "{}", show(&o));
+}
+
+/// Item 1 in SQL: `anonymize()` counts people the same way, and the
+/// query's result, published with `--output`, is checked in people too.
+#[cfg(feature = "sql")]
+#[test]
+fn sql_counts_people_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = visits(d, 200, 3);
+    let table = format!("v={}", csv.display());
+    let query = "SELECT * FROM anonymize('v', 'k = 5, qi = [\"age\", \"sex\"], sensitive = \"diagnosis\", pseudonymised = \"patient_id\", insensitive = \"zip\", privacy = { l = 2, entity = \"patient_id\" }')";
+    let out = d.join("sql.parquet");
+    let o = run(kanon()
+        .args(["sql", query, "-t", &table, "--output"])
+        .arg(&out)
+        .env("KANON_PSEUDONYM_KEY", KEY));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let (_, smallest, split) = patients_per_class(&out);
+    assert!(
+        smallest >= 5 && split == 0,
+        "{smallest} patients, {split} split"
+    );
+    // A result without the pseudonyms cannot be recounted in people.
+    let o = run(kanon()
+        .args([
+            "sql",
+            &query.replace("SELECT *", "SELECT age, sex, diagnosis"),
+            "-t",
+            &table,
+            "--output",
+        ])
+        .arg(d.join("no-people.parquet"))
+        .env("KANON_PSEUDONYM_KEY", KEY));
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stderr(&o).contains("recounted"), "{}", show(&o));
+    assert!(!d.join("no-people.parquet").exists());
 }
 
 fn pseudonyms(release: &Path) -> std::collections::BTreeSet<String> {

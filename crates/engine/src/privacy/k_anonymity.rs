@@ -12,6 +12,9 @@ pub struct KAnonymity {
 }
 
 impl PrivacyModel for KAnonymity {
+    fn sensitive_columns(&self) -> Option<Vec<&str>> {
+        Some(Vec::new())
+    }
     fn is_monotone(&self) -> bool {
         true
     }

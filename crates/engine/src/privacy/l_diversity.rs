@@ -6,6 +6,7 @@
 use crate::codes::{with_codes, Code};
 use crate::encode::{QiTable, SensitiveColumn};
 use crate::error::{Error, Result};
+use crate::table::ValueSets;
 
 use super::{ClassView, PrivacyModel};
 
@@ -21,8 +22,82 @@ fn sensitive_column<'a>(table: &'a QiTable, name: &str) -> Option<&'a SensitiveC
 /// `missing_sensitive = "ignore"`) are not values: they are left out. This
 /// is the one definition every l-diversity model, the verifiers, the
 /// metrics and `kanon_risk()` count with.
+///
+/// When the rows stand for people with several values (the
+/// one-row-per-person table of [`crate::entity`]), a value counts the
+/// people who hold it: each person once per value.
 pub(crate) fn frequencies(column: &SensitiveColumn, rows: &[u32]) -> Vec<u32> {
+    if let Some(sets) = column.value_sets() {
+        let mut counts: rustc_hash::FxHashMap<u32, u32> = rustc_hash::FxHashMap::default();
+        for &r in rows {
+            for &v in sets.of(r) {
+                *counts.entry(v).or_default() += 1;
+            }
+        }
+        let mut counts: Vec<u32> = counts.into_values().collect();
+        counts.sort_unstable();
+        return counts;
+    }
     with_codes!(column.codes(), |codes| frequencies_of(column, codes, rows))
+}
+
+/// The distinct values of a class of people who may hold several values
+/// each, counting each person once: the fewest values that every person
+/// of `rows` holding any value holds one of (the smallest hitting set of
+/// their value sets), counted no further than `stop`.
+///
+/// With one value per person this is the number of distinct values. With
+/// several it is what distinct l-diversity means for people: an attacker
+/// who places someone in the class can name fewer than `l` values one of
+/// which that person surely has only when this number is below `l`. A
+/// person with two diagnoses alone is 1, not 2; three people who all have
+/// diagnosis A besides another are 1 (A is certain). Exact, by a search
+/// bounded by `stop` that branches on the smallest set not yet hit.
+fn hitting_number(sets: &ValueSets, rows: &[u32], stop: usize) -> usize {
+    let people: Vec<&[u32]> = rows
+        .iter()
+        .map(|&r| sets.of(r))
+        .filter(|s| !s.is_empty())
+        .collect();
+    // `stop` pairwise disjoint sets need `stop` values: a cheap yes.
+    let mut used: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+    let mut disjoint = 0;
+    let mut by_size = people.clone();
+    by_size.sort_by_key(|s| s.len());
+    for s in &by_size {
+        if s.iter().all(|v| !used.contains(v)) {
+            used.extend(s.iter().copied());
+            disjoint += 1;
+            if disjoint >= stop {
+                return stop;
+            }
+        }
+    }
+    fn hits_within(people: &[&[u32]], chosen: &mut Vec<u32>, budget: usize) -> bool {
+        let unhit = people
+            .iter()
+            .filter(|s| !s.iter().any(|v| chosen.contains(v)))
+            .min_by_key(|s| s.len());
+        let Some(set) = unhit else {
+            return true;
+        };
+        if budget == 0 {
+            return false;
+        }
+        for &v in *set {
+            chosen.push(v);
+            let found = hits_within(people, chosen, budget - 1);
+            chosen.pop();
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+    // At least `disjoint` values are needed: search from there.
+    (disjoint..stop)
+        .find(|&b| hits_within(&people, &mut Vec::new(), b))
+        .unwrap_or(stop)
 }
 
 /// [`frequencies`] over codes of one width.
@@ -60,6 +135,9 @@ fn frequencies_of<T: Code>(column: &SensitiveColumn, codes: &[T], rows: &[u32]) 
 
 /// Number of distinct values among `rows`, counting no further than `stop`.
 fn distinct_up_to(column: &SensitiveColumn, rows: &[u32], stop: usize) -> usize {
+    if let Some(sets) = column.value_sets() {
+        return hitting_number(sets, rows, stop);
+    }
     let d = column.distinct();
     if d <= 4096 || d <= 4 * rows.len() {
         let mut seen = vec![false; d];
@@ -158,6 +236,13 @@ pub struct DistinctLDiversity {
 }
 
 impl PrivacyModel for DistinctLDiversity {
+    fn sensitive_columns(&self) -> Option<Vec<&str>> {
+        Some(vec![self.column.as_str()])
+    }
+    /// Each person counts once ([`hitting_number`]).
+    fn counts_value_sets(&self) -> bool {
+        true
+    }
     fn is_monotone(&self) -> bool {
         true
     }
@@ -177,7 +262,7 @@ impl PrivacyModel for DistinctLDiversity {
         let col = sensitive_column(table, &self.column)?;
         let fewest = classes
             .iter()
-            .map(|rows| frequencies(col, rows).len())
+            .map(|rows| distinct_up_to(col, rows, frequencies(col, rows).len()))
             .min()?;
         Some(format!("fewest distinct values in a class: {fewest}"))
     }
@@ -188,6 +273,13 @@ impl PrivacyModel for DistinctLDiversity {
     }
     fn helps(&self, class: ClassView<'_>, row: u32) -> bool {
         sensitive_column(class.table, &self.column).is_some_and(|col| {
+            if let Some(sets) = col.value_sets() {
+                // A person helps with a value nobody in the class holds.
+                return sets
+                    .of(row)
+                    .iter()
+                    .any(|v| !class.rows.iter().any(|&r| sets.of(r).contains(v)));
+            }
             with_codes!(col.codes(), |codes| {
                 let v = codes[row as usize];
                 !col.is_missing(v.into()) && !class.rows.iter().any(|&r| codes[r as usize] == v)
@@ -224,6 +316,9 @@ impl EntropyLDiversity {
 }
 
 impl PrivacyModel for EntropyLDiversity {
+    fn sensitive_columns(&self) -> Option<Vec<&str>> {
+        Some(vec![self.column.as_str()])
+    }
     fn is_monotone(&self) -> bool {
         true
     }
@@ -322,6 +417,9 @@ impl RecursiveCLDiversity {
 }
 
 impl PrivacyModel for RecursiveCLDiversity {
+    fn sensitive_columns(&self) -> Option<Vec<&str>> {
+        Some(vec![self.column.as_str()])
+    }
     fn is_monotone(&self) -> bool {
         true
     }

@@ -89,6 +89,19 @@ pub trait PrivacyModel: Debug + Send + Sync {
     fn needs_rows(&self) -> bool {
         true
     }
+    /// The sensitive columns the model reads. `None`, the default, means
+    /// unknown and is taken as every column.
+    fn sensitive_columns(&self) -> Option<Vec<&str>> {
+        None
+    }
+    /// Whether the model counts each person once when rows stand for
+    /// people holding several values of a sensitive column
+    /// ([`crate::entity`], [`crate::table::ValueSets`]). A model that does
+    /// not (the default) only sees one of each person's values, so a job
+    /// whose people hold several values of a column it reads is refused.
+    fn counts_value_sets(&self) -> bool {
+        false
+    }
     /// Checks a whole release: `classes` are all its published classes, as
     /// rows of `table` (the rows of the classes are exactly the published
     /// rows). Returns what violates the model, described by counts only

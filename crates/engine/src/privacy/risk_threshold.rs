@@ -48,6 +48,9 @@ impl RiskThreshold {
 }
 
 impl PrivacyModel for RiskThreshold {
+    fn sensitive_columns(&self) -> Option<Vec<&str>> {
+        Some(Vec::new())
+    }
     fn describe(&self) -> String {
         format!(
             "risk threshold (largest risk 1/{}, mean risk below {})",

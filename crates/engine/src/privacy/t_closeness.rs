@@ -360,6 +360,9 @@ impl TCloseness {
 }
 
 impl PrivacyModel for TCloseness {
+    fn sensitive_columns(&self) -> Option<Vec<&str>> {
+        Some(vec![self.column.as_str()])
+    }
     fn describe(&self) -> String {
         let distance = match self.distance {
             Some(d) => format!("{} distance", d.name()),

@@ -55,6 +55,7 @@ pub fn release_schema(spec: &JobSpec, input: &Schema) -> SchemaRef {
         pseudonymised: pseudonymised_columns(spec),
         pseudonymiser: Pseudonymiser::default(),
         sensitive_hierarchies: FxHashMap::default(),
+        entities: None,
     };
     recoder.output_schema(input)
 }
@@ -160,6 +161,8 @@ pub struct Recoder {
     /// path written in the job: the release verifier needs them for
     /// hierarchical-distance t-closeness.
     sensitive_hierarchies: FxHashMap<String, Arc<crate::hierarchy::Hierarchy>>,
+    /// The person of every row, when the person is the job's unit.
+    entities: Option<Arc<crate::entity::Entities>>,
 }
 
 /// What to do with one input column.
@@ -225,6 +228,7 @@ impl Recoder {
             pseudonymised: pseudonymised_columns(spec),
             pseudonymiser: Pseudonymiser::default(),
             sensitive_hierarchies,
+            entities: None,
         }
     }
 
@@ -232,6 +236,19 @@ impl Recoder {
     /// written in the job (for [`crate::verify::ReleaseVerifier::try_with_hierarchies`]).
     pub fn sensitive_hierarchies(&self) -> &FxHashMap<String, Arc<crate::hierarchy::Hierarchy>> {
         &self.sensitive_hierarchies
+    }
+
+    /// Makes the person of every row known to the release's verifier
+    /// ([`crate::release::Releaser`]), when the person is the job's unit.
+    pub fn with_entities(mut self, entities: Option<Arc<crate::entity::Entities>>) -> Self {
+        self.entities = entities;
+        self
+    }
+
+    /// The person of every row, when the person is the job's unit
+    /// ([`crate::entity`]).
+    pub fn entities(&self) -> Option<&crate::entity::Entities> {
+        self.entities.as_deref()
     }
 
     /// Uses the keys of `pseudonymiser` for the pseudonymised columns.

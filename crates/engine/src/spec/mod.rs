@@ -86,9 +86,12 @@ impl JobSpec {
     /// the file.
     pub fn labels_only(&self) -> JobSpec {
         let mut labels = self.clone();
-        labels
-            .attributes
-            .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
+        // The entity's attribute stays: the job still names it.
+        let entity = self.entity_column().map(str::to_string);
+        labels.attributes.retain(|a| {
+            matches!(a.role, Role::QuasiIdentifier | Role::Sensitive)
+                || entity.as_deref() == Some(a.name.as_str())
+        });
         for a in &mut labels.attributes {
             a.kind = Some(Kind::Categorical);
             if a.role != Role::Sensitive {
@@ -116,6 +119,12 @@ impl JobSpec {
             Some(cols) => cols.clone(),
             None => self.sensitive().map(|a| a.name.clone()).collect(),
         }
+    }
+
+    /// The column naming the person of each row (`privacy.entity` set to
+    /// a column, not `"row"`): the privacy unit of [`crate::entity`].
+    pub fn entity_column(&self) -> Option<&str> {
+        self.privacy.entity.as_deref().filter(|&e| e != ENTITY_ROW)
     }
 
     /// The QI attributes, in job order.

@@ -63,9 +63,10 @@ pub struct PrivacySpec {
     /// pseudonymised column repeats a value on several rows is refused
     /// (`crate::identities`): those rows may be one person, and k counts
     /// rows. `"row"` says that repeated values are not people (a hospital
-    /// code, a batch number) and the row is the unit. A column name, the
-    /// person whose rows k should count, is refused until entity-level
-    /// models exist.
+    /// code, a batch number) and the row is the unit. A column name (role
+    /// identifying or pseudonymised) makes the person the unit: k counts
+    /// distinct values of that column per class, l counts each person once,
+    /// and all of a person's rows share one class ([`crate::entity`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entity: Option<String>,
     /// Pseudonyms that join across releases. Unset (false), each release's

@@ -191,8 +191,9 @@ impl JobSpec {
 }
 
 impl JobSpec {
-    /// `privacy.entity`: `"row"`, or (refused until entity-level models
-    /// exist) an identifying or pseudonymised column.
+    /// `privacy.entity`: `"row"`, or the identifying or pseudonymised
+    /// column that names the person each row belongs to
+    /// ([`crate::entity`]).
     fn validate_entity(&self) -> Result<()> {
         let Some(entity) = self.privacy.entity.as_deref() else {
             return Ok(());
@@ -201,8 +202,12 @@ impl JobSpec {
             return Ok(());
         }
         let message = match self.attributes.iter().find(|a| a.name == entity) {
-            Some(a) if matches!(a.role, Role::Identifying | Role::Pseudonymised) => format!(
-                "counting people (the distinct values of `{entity}`) instead of rows is not supported yet: k, l and the risk measures count rows, so a person with several rows could be a class alone. Publish one row per person (e.g. aggregate the visits first), or, if the repeated values of `{entity}` are not people, set `entity = \"row\"`"
+            Some(a) if a.role == Role::Pseudonymised => return Ok(()),
+            // The release must carry who is who for anyone to recount k in
+            // people (`kanon verify`, a Delta commit's read-back): a
+            // dropped column leaves a claim nobody can check.
+            Some(a) if a.role == Role::Identifying => format!(
+                "`{entity}` has role \"identifying\", so the release drops it, and nobody could recount its k in people (`kanon verify` counts the people of a release by their pseudonyms); make `{entity}` role = \"pseudonymised\" (each person gets one pseudonym, new for each release)"
             ),
             Some(_) => format!(
                 "`{entity}` must be the column that identifies a person, with role \"identifying\" or \"pseudonymised\"; or write `entity = \"row\"` when every row is a different person or repeats are not people"

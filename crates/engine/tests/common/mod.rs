@@ -31,17 +31,30 @@ pub fn release(
     use kanon_engine::release::{prepare, Prepared, Releaser};
     let table = encode(spec, hierarchies, std::slice::from_ref(input));
     let privacy = kanon_engine::privacy::Privacy::from_spec(spec)?;
+    // The people of an entity job, counted as the front ends count them.
+    let entities = match spec.entity_column() {
+        Some(_) => {
+            let mut check = kanon_engine::identities::IdentityCheck::new(spec);
+            check.push(input)?;
+            check.finish()?.entities
+        }
+        None => None,
+    };
     let Prepared {
         anonymization,
         recoder,
     } = prepare(
         spec,
         &table,
+        entities,
         &privacy,
         kanon_engine::cancel::Cancellation::never(),
         kanon_engine::progress::Silent::sink(),
         kanon_engine::algorithms::partitioned::LocalBlocks::get(),
-        Default::default(),
+        // One test key for every pseudonymised column.
+        kanon_engine::recode::Pseudonymiser::from_lookup(spec, |_| {
+            Some("engine-tests-key-0123456789abcdef".into())
+        })?,
     )?;
     let mut releaser = Releaser::new(spec, recoder, &input.schema(), bucket_rows)?;
     let half = input.num_rows() / 2;

@@ -643,6 +643,7 @@ fn anonymise(
     let prepared = kanon_engine::release::prepare(
         spec,
         &first.qi,
+        first.identities.entities.clone(),
         privacy,
         &crate::ops::cancellation(),
         &SpinnerProgress::new(spinner.clone(), what),

@@ -108,13 +108,30 @@ impl Run<'_> {
             r.rows_out,
             r.suppressed_rows
         );
-        outln!(
-            "  classes       {} (smallest {}, largest {}), k achieved {}",
-            r.classes,
-            r.smallest_class,
-            r.largest_class,
-            r.smallest_class
-        );
+        match result.details.get("entity") {
+            Some(e) => {
+                outln!(
+                    "  people        {} by `{}`, {} published: k and l count people",
+                    e["people"],
+                    e["column"].as_str().unwrap_or_default(),
+                    result.verified.people.unwrap_or_default()
+                );
+                outln!(
+                    "  classes       {} (smallest {}, largest {} people), k achieved {} people",
+                    r.classes,
+                    r.smallest_class,
+                    r.largest_class,
+                    r.smallest_class
+                );
+            }
+            None => outln!(
+                "  classes       {} (smallest {}, largest {}), k achieved {}",
+                r.classes,
+                r.smallest_class,
+                r.largest_class,
+                r.smallest_class
+            ),
+        }
         outln!(
             "  loss          NCP {:.4}, granularity {:.4}, distortion ratio {:.4}",
             r.ncp,
