@@ -74,12 +74,14 @@ pub fn prepare(
         (Some(people), _) => {
             anonymize_people(spec, table, people, privacy, cancel, progress, blocks)?
         }
-        (None, Some(column)) => return Err(Error::spec(
-            "privacy.entity",
-            format!(
+        (None, Some(column)) => {
+            return Err(Error::spec(
+                "privacy.entity",
+                format!(
                 "the people of `{column}` were not counted by this front end: nothing was released"
             ),
-        )),
+            ))
+        }
         (None, None) => anonymize_cancellable(spec, table, privacy, cancel, progress, blocks)?,
     };
     let recoder = Recoder::new(spec, table, &anonymization.partition)
