@@ -22,7 +22,7 @@
 //! first row's quasi-identifiers; their sensitive value, or the set of
 //! them), so every algorithm of the registry supports people unchanged and
 //! the suppression limit counts people. Its partition of people becomes a
-//! partition of rows ([`Partition::over_rows`]). When a person's
+//! partition of rows (`Partition::over_rows`). When a person's
 //! quasi-identifiers vary between rows (age at each visit), their group
 //! publishes, in that column, the tightest cell of all its rows: the
 //! entity is treated as one record whose value is the set of its values,

@@ -239,7 +239,7 @@ impl PrivacyModel for DistinctLDiversity {
     fn sensitive_columns(&self) -> Option<Vec<&str>> {
         Some(vec![self.column.as_str()])
     }
-    /// Each person counts once ([`hitting_number`]).
+    /// Each person counts once (the smallest hitting set of their values).
     fn counts_value_sets(&self) -> bool {
         true
     }
