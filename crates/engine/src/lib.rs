@@ -28,6 +28,7 @@ pub mod error;
 pub mod generalise;
 pub mod hierarchical_distance;
 pub mod hierarchy;
+pub mod history;
 pub mod identities;
 pub mod job;
 pub mod metrics;

@@ -115,6 +115,8 @@ pub struct Releaser {
     /// The check by people ([`crate::entity`]): the released rows in input
     /// order, by their labels, and the person of each.
     people: Option<(ReleaseVerifier, Vec<u32>)>,
+    /// The people of the release as a table's history keeps them.
+    ledger: Option<crate::history::Ledger>,
     offset: usize,
 }
 
@@ -149,8 +151,25 @@ impl Releaser {
             schema,
             verifier,
             people,
+            ledger: None,
             offset: 0,
         })
+    }
+
+    /// Records the people of the release in `ledger` as rows are recoded
+    /// ([`crate::history`]), for a front end that checks a table's history.
+    pub fn with_ledger(mut self, ledger: crate::history::Ledger) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// The people recorded by the ledger ([`Releaser::with_ledger`]), once
+    /// every row was recoded.
+    ///
+    /// # Errors
+    /// As [`crate::history::Ledger::finish`].
+    pub fn take_ledger(&mut self) -> Result<Option<Vec<crate::history::Published>>> {
+        self.ledger.take().map(|l| l.finish()).transpose()
     }
 
     /// The schema of the release.
@@ -213,6 +232,13 @@ impl Releaser {
             .copied()
             .filter(|&g| g != SUPPRESSED)
             .collect();
+        if let Some(ledger) = &mut self.ledger {
+            let kept: Vec<bool> = self.recoder.group_of_row()[range.clone()]
+                .iter()
+                .map(|&g| g != SUPPRESSED)
+                .collect();
+            ledger.observe(batch, &kept, &released)?;
+        }
         if let (Some((verifier, ids)), Some(entities)) = (&mut self.people, self.recoder.entities())
         {
             verifier.push(&released)?;

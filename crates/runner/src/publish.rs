@@ -76,6 +76,8 @@ pub struct Publisher<'a> {
     storage: &'a Storage,
     target: Target,
     writer: ReleaseWriter<'a>,
+    /// The release's people, for a table's history (`output.history`).
+    people: Option<Vec<kanon_engine::history::Published>>,
 }
 
 impl<'a> Publisher<'a> {
@@ -95,7 +97,16 @@ impl<'a> Publisher<'a> {
             storage,
             target,
             writer,
+            people: None,
         })
+    }
+
+    /// The people of the release, recorded as they were released
+    /// ([`kanon_engine::history::Ledger`]): a Delta commit checks them with
+    /// the table's readable versions and keeps them in `output.history`
+    /// ([`crate::delta::series`]).
+    pub fn set_people(&mut self, people: Option<Vec<kanon_engine::history::Published>>) {
+        self.people = people;
     }
 
     /// Writes one batch of the release.
@@ -131,7 +142,9 @@ impl<'a> Publisher<'a> {
 
     /// Publishes the release of `job`, whose written rows were verified as
     /// `verified` and are certified by `certificate`: with its manifest
-    /// (Parquet), or read back, verified again and committed with the
+    /// (Parquet), or read back, verified again, checked with the table's
+    /// readable versions ([`Publisher::set_people`]; [`crate::delta::series`])
+    /// and committed with the
     /// certificate (Delta, with `app_id` as its idempotence key).
     ///
     /// # Errors
@@ -150,6 +163,7 @@ impl<'a> Publisher<'a> {
             storage,
             target,
             mut writer,
+            people,
         } = self;
         // The last file's footer, so that every file has its size.
         writer.close()?;
@@ -210,7 +224,21 @@ impl<'a> Publisher<'a> {
                     schema: &schema,
                 };
                 let published =
-                    delta.verify_and_commit(job, privacy, verified, certificate, app_id, ui);
+                    crate::delta::series::Policy::of(job, &table.location).and_then(|policy| {
+                        let series = crate::delta::series::Series {
+                            policy: &policy,
+                            people: people.as_deref(),
+                        };
+                        delta.verify_and_commit(
+                            job,
+                            privacy,
+                            verified,
+                            certificate,
+                            app_id,
+                            series,
+                            ui,
+                        )
+                    });
                 let remove = || {
                     for f in &files {
                         if let Err(e) = storage.delete(f) {
@@ -254,6 +282,7 @@ struct Delta<'p> {
 impl Delta<'_> {
     /// Reads the data files back, checks they are the release that was
     /// verified, and commits them with the certificate.
+    #[allow(clippy::too_many_arguments)]
     fn verify_and_commit(
         &self,
         job: &Job,
@@ -261,6 +290,7 @@ impl Delta<'_> {
         verified: &Verified,
         certificate: &Certificate,
         app_id: Option<&str>,
+        series: crate::delta::series::Series<'_>,
         ui: &Ui,
     ) -> Result<Outcome> {
         let storage = self.storage;
@@ -314,6 +344,7 @@ impl Delta<'_> {
             &written,
             certificate,
             app_id,
+            series,
         )?;
         tracing::info!(seconds = t.elapsed().as_secs_f64(), "Delta log commit done");
         Ok(outcome)

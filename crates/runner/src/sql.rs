@@ -58,6 +58,12 @@ pub struct SqlArgs {
     /// Replace an existing --output.
     #[arg(long)]
     pub overwrite: bool,
+    /// `INSERT INTO` a Delta table that readers can already read rows of:
+    /// accept that they compare its versions (each release is still checked
+    /// on its own). Without it such an INSERT is refused (exit 3): kanon sql
+    /// keeps no table history (`output.history` is `kanon anonymize`'s).
+    #[arg(long)]
+    pub unchecked_series: bool,
     /// Split --output into files of about this size (e.g. 256MB); --output
     /// then names a directory or prefix.
     #[arg(long)]
@@ -417,6 +423,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             target,
             options,
             &what,
+            args.unchecked_series,
             ui,
         )?;
         let (rows, version) = match published {
@@ -461,6 +468,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             Target::Parquet(out.clone()),
             options,
             "--output",
+            false,
             ui,
         )?;
         let rows = match published {
@@ -588,6 +596,7 @@ fn publish_query(
     target: Target,
     options: ReleaseOptions,
     what: &str,
+    unchecked_series: bool,
     ui: &Ui,
 ) -> Result<std::result::Result<(u64, Published), ExitCode>> {
     let physical = match rt.block_on(ctx.state().create_physical_plan(&plan)) {
@@ -605,8 +614,12 @@ fn publish_query(
     let exec = node
         .downcast_ref::<AnonymizeExec>()
         .expect("an anonymize node");
+    let mut spec = exec.job().spec().clone();
+    if unchecked_series {
+        spec.output.unchecked_series = Some(true);
+    }
     let job = Job {
-        spec: exec.job().spec().clone(),
+        spec,
         path: Default::default(),
         hierarchies: exec.job().hierarchies().clone(),
     };

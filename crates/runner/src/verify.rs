@@ -81,6 +81,7 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     if let Some(version) = dataset.delta_version {
         failed |=
             !crate::delta::check_certificates(&storage, &job, &privacy, &location, version, ui)?;
+        failed |= !check_series(&storage, &job, &location, version, ui)?;
     } else {
         let found = Found {
             verified: verified.as_ref(),
@@ -92,6 +93,41 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         true => ExitCode::from(exit::VERIFY_FAILED),
         false => ExitCode::SUCCESS,
     })
+}
+
+/// Checks a Delta table's readable versions up to `version` as one
+/// release, when the job names `output.history` (issue 31, item 2): prints
+/// what a reader holding them all would learn beyond the job. Returns
+/// whether the series held.
+///
+/// # Errors
+/// A history that cannot be read or that misses readable versions (exit 3).
+fn check_series(
+    storage: &Storage,
+    job: &Job,
+    location: &Location,
+    version: i64,
+    ui: &Ui,
+) -> Result<bool> {
+    use crate::delta::series::{check_table, Policy};
+    let table = crate::delta::Table::at(storage, location)?;
+    let policy = Policy::of(job, location)?;
+    let Some((breaches, versions)) = check_table(storage, &table, &policy, version)? else {
+        if matches!(policy, Policy::Refused) && !ui.quiet {
+            outln!("  the table's versions are not checked as one release (the job names no output.history)");
+        }
+        return Ok(true);
+    };
+    if breaches.is_empty() {
+        if !ui.quiet {
+            outln!("  history: the {versions} readable version(s) up to {version} hold as one release (no person relabelled, every group added, removed or changed between them at least k people)");
+        }
+        return Ok(true);
+    }
+    for b in &breaches {
+        outln!("  history: {b}");
+    }
+    Ok(false)
 }
 
 /// What the rows of a release achieve, when they satisfy the job.

@@ -54,11 +54,13 @@ pub(crate) fn frequencies(column: &SensitiveColumn, rows: &[u32]) -> Vec<u32> {
 /// diagnosis A besides another are 1 (A is certain). Exact, by a search
 /// bounded by `stop` that branches on the smallest set not yet hit.
 fn hitting_number(sets: &ValueSets, rows: &[u32], stop: usize) -> usize {
-    let people: Vec<&[u32]> = rows
-        .iter()
-        .map(|&r| sets.of(r))
-        .filter(|s| !s.is_empty())
-        .collect();
+    hitting_number_of(rows.iter().map(|&r| sets.of(r)).collect(), stop)
+}
+
+/// [`hitting_number`] of people given by their value sets (empty sets,
+/// people with no value, are left out).
+pub(crate) fn hitting_number_of(people: Vec<&[u32]>, stop: usize) -> usize {
+    let people: Vec<&[u32]> = people.into_iter().filter(|s| !s.is_empty()).collect();
     // `stop` pairwise disjoint sets need `stop` values: a cheap yes.
     let mut used: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
     let mut disjoint = 0;

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 mod job;
 mod k_anonymity;
 mod l_diversity;
+pub(crate) use l_diversity::hitting_number_of;
 pub mod registry;
 mod requirement;
 mod risk_threshold;

@@ -13,7 +13,9 @@
 
 mod pseudonym;
 
-pub use pseudonym::{check_pseudonymised, is_pseudonym, Pseudonymiser, MIN_KEY_BYTES};
+pub use pseudonym::{
+    check_pseudonymised, is_pseudonym, Fingerprinter, Pseudonymiser, MIN_KEY_BYTES,
+};
 
 use std::sync::Arc;
 

@@ -179,39 +179,113 @@ impl Pseudonymiser {
             )
         })?;
         let mac = Keyed::new(key);
-        let out: StringArray = match array.data_type() {
-            DataType::Binary => array
-                .as_binary::<i32>()
-                .iter()
-                .map(|v| v.map(|b| mac.hex(b)))
-                .collect(),
-            DataType::LargeBinary => array
-                .as_binary::<i64>()
-                .iter()
-                .map(|v| v.map(|b| mac.hex(b)))
-                .collect(),
-            _ => {
-                let text = arrow::compute::cast(array, &DataType::Utf8).map_err(|_| {
-                    Error::data(
-                        column,
-                        format!(
-                            "has type {}, which cannot be pseudonymised; cast it to a string first",
-                            array.data_type()
-                        ),
-                    )
-                })?;
-                text.as_string::<i32>()
-                    .iter()
-                    .map(|v| v.map(|t| mac.hex(t.as_bytes())))
-                    .collect()
-            }
-        };
-        Ok(Arc::new(out))
+        let mut out = Vec::with_capacity(array.len());
+        canonical_bytes(column, array, |v| out.push(v.map(|b| mac.hex(b))))?;
+        Ok(Arc::new(StringArray::from(out)))
     }
+
+    /// The keyed fingerprints that recognise the people of `column` (the
+    /// job's `privacy.entity`) across a table's releases
+    /// ([`crate::history`]): HMAC-SHA256 of each value's canonical bytes
+    /// under a key derived from the column's own key, never its per-release
+    /// key, so that the same person has the same fingerprint in every
+    /// release, while the fingerprint is no pseudonym any release
+    /// publishes (it is kept out of the table, in the job's history).
+    ///
+    /// # Errors
+    /// [`Error::Spec`] when the column has no key.
+    pub fn fingerprinter(&self, column: &str) -> Result<Fingerprinter> {
+        let key = self.key(column).ok_or_else(|| {
+            Error::spec(
+                "output.history",
+                format!("the people of `{column}` are recognised by a key derived from its pseudonym key, which this front end did not provide"),
+            )
+        })?;
+        let mut derive =
+            <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes keys of any length");
+        derive.update(b"kanon history fingerprint v1\0");
+        Ok(Fingerprinter {
+            column: column.to_string(),
+            mac: Keyed::new(&derive.finalize().into_bytes()),
+        })
+    }
+}
+
+/// Recognises a person across releases by a keyed fingerprint of their
+/// identifier ([`Pseudonymiser::fingerprinter`]). `Debug` shows the column
+/// only.
+#[derive(Clone)]
+pub struct Fingerprinter {
+    column: String,
+    mac: Keyed,
+}
+
+impl std::fmt::Debug for Fingerprinter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fingerprinter")
+            .field("column", &self.column)
+            .field("key", &"<redacted>")
+            .finish()
+    }
+}
+
+impl Fingerprinter {
+    /// The identifier column.
+    pub fn column(&self) -> &str {
+        &self.column
+    }
+
+    /// The fingerprint of every value of `array` (`None` for nulls): the
+    /// first 128 bits of its keyed HMAC.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a type that has no text form.
+    pub fn of(&self, array: &dyn Array) -> Result<Vec<Option<u128>>> {
+        let mut out = Vec::with_capacity(array.len());
+        canonical_bytes(&self.column, array, |v| {
+            out.push(v.map(|b| {
+                let mut mac = self.mac.0.clone();
+                mac.update(b);
+                let d = mac.finalize().into_bytes();
+                u128::from_le_bytes(d[..16].try_into().expect("16 bytes"))
+            }))
+        })?;
+        Ok(out)
+    }
+}
+
+/// Calls `f` with the canonical bytes of every value of `array` (the UTF-8
+/// text of its Arrow display form; raw bytes for binary columns), `None`
+/// for nulls, in row order.
+fn canonical_bytes(
+    column: &str,
+    array: &dyn Array,
+    mut f: impl FnMut(Option<&[u8]>),
+) -> Result<()> {
+    match array.data_type() {
+        DataType::Binary => array.as_binary::<i32>().iter().for_each(&mut f),
+        DataType::LargeBinary => array.as_binary::<i64>().iter().for_each(&mut f),
+        _ => {
+            let text = arrow::compute::cast(array, &DataType::Utf8).map_err(|_| {
+                Error::data(
+                    column,
+                    format!(
+                        "has type {}, which cannot be pseudonymised; cast it to a string first",
+                        array.data_type()
+                    ),
+                )
+            })?;
+            text.as_string::<i32>()
+                .iter()
+                .for_each(|v| f(v.map(str::as_bytes)));
+        }
+    }
+    Ok(())
 }
 
 /// HMAC-SHA256 (RFC 2104, the `hmac` crate) under one column's key: the
 /// keyed state is prepared once per column and cloned per value.
+#[derive(Clone)]
 struct Keyed(Hmac<Sha256>);
 
 impl Keyed {

@@ -92,6 +92,19 @@ pub struct OutputSpec {
     /// batches (other Parquet pages), the same rows in the same order.
     #[serde(default)]
     pub buffer_rows: Option<u64>,
+    /// Where the history of a Delta table's releases is kept (a directory
+    /// or S3 prefix outside the table, never published): keyed
+    /// fingerprints of the people each release published. With it, every
+    /// new version is checked against the versions a reader can still
+    /// read, and an `append` leaves out the people already published
+    /// (`kanon_engine::history`). Needs `privacy.entity`.
+    #[serde(default)]
+    pub history: Option<String>,
+    /// The job file accepts that readers compare a Delta table's versions
+    /// (each release is still checked on its own): without it, or
+    /// `history`, a commit onto a table with readable rows is refused.
+    #[serde(default)]
+    pub unchecked_series: Option<bool>,
 }
 
 /// Object storage settings (read by the front end, not the engine).

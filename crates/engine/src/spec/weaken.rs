@@ -116,6 +116,17 @@ impl JobSpec {
                 a.entity.as_deref().unwrap_or("unset")
             ));
         }
+        if new.output.unchecked_series == Some(true) && file.output.unchecked_series != Some(true) {
+            out.push(
+                "output.unchecked_series turned on (a Delta table's versions would not be checked as one release)"
+                    .to_string(),
+            );
+        }
+        if file.output.history.is_some() && new.output.history.is_none() {
+            out.push(
+                "output.history removed (the table's versions would not be checked)".to_string(),
+            );
+        }
         if b.joinable_pseudonyms && !a.joinable_pseudonyms {
             out.push(
                 "privacy.joinable_pseudonyms turned on (releases would join on their pseudonyms)"

@@ -51,7 +51,8 @@ use crate::artefact::Artefact;
 use crate::certificate::{Certificate, InputIdentity};
 use crate::config::Job;
 use crate::dataset::Dataset;
-use crate::delta::{DeltaOutput, Table};
+use crate::delta::series::{LeaveOut, Policy};
+use crate::delta::{DeltaOutput, Mode, Table};
 use crate::exit::Failure;
 use crate::guard::Reads;
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
@@ -135,7 +136,14 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let plan = Plan::new(args)?;
     let executor = args.workers.executor()?;
     let spec = &plan.job.spec;
-    let first = PassOne::read(&plan, ui)?;
+    let leave_out = plan.leave_out()?;
+    let first = match PassOne::read(&plan, leave_out.as_ref(), ui) {
+        Err(e) if e.downcast_ref::<NothingNew>().is_some() => {
+            outln!("{e}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        first => first?,
+    };
     let privacy = Privacy::from_spec(spec)?;
     privacy
         .check_feasible(&first.qi)
@@ -153,6 +161,11 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         {
             already_released(ui, &plan, version);
             return Ok(ExitCode::SUCCESS);
+        }
+        // Without a history, a table readers can already read is refused
+        // (unless the job file accepts it): before any work.
+        if let Some(policy @ Policy::Refused) = &plan.series {
+            crate::delta::series::before_work(&plan.storage, table, policy)?;
         }
     }
     if args.dry_run {
@@ -174,6 +187,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         rows_in,
         fingerprint,
         read_s,
+        left_out,
         ..
     } = first;
     let working_set_bytes = qi.heap_bytes() as u64;
@@ -201,7 +215,17 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let metadata = options.metadata.clone();
     let delta_version = dataset.delta_version;
     let (writer, release_check, labels) = pass_two(
-        &plan, &dataset, held, rows_in, recoder, options, &privacy, &result, want_risk, ui,
+        &plan,
+        &dataset,
+        held,
+        rows_in,
+        leave_out.as_ref(),
+        recoder,
+        options,
+        &privacy,
+        &result,
+        want_risk,
+        ui,
     )?;
     let after = labels
         .map(|t| crate::report::release_view(&plan.job, &t))
@@ -222,6 +246,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             (Some(b), Some((_, a))) => Some((b, a)),
             _ => None,
         },
+        left_out,
     };
     // Every artefact is written before the commit, so nothing can fail
     // after the release is published; a failed commit takes it back.
@@ -335,6 +360,8 @@ struct Plan {
     pseudonymiser: Pseudonymiser,
     /// A Delta release: where and how, and the table.
     delta: Option<(DeltaOutput, Table)>,
+    /// How a Delta release meets the table's readable versions.
+    series: Option<Policy>,
     /// `--dry-run`: pass 1 only, which then keeps nothing for pass 2.
     dry_run: bool,
     /// `output.buffer_memory`: the bytes of rows pass 2 holds in memory.
@@ -415,6 +442,19 @@ impl Plan {
             metadata: Vec::new(),
             direct: delta.as_ref().map(|_| crate::delta::run_token()),
         };
+        let series = match &delta {
+            Some(d) => Some(Policy::of(&job, &d.location)?),
+            None if spec.output.history.is_some() || spec.output.unchecked_series.is_some() => {
+                return Err(Failure::bad_input(
+                    "`output.history` and `output.unchecked_series` apply to Delta tables, whose versions readers can time-travel to: set `output.format = \"delta\"`, or remove them (a Parquet release is replaced, not versioned)",
+                )
+                .into())
+            }
+            None => None,
+        };
+        if let Some(Policy::Checked { state, .. }) = &series {
+            reads.claim("the table history (output.history)", state.clone())?;
+        }
         let delta = match delta {
             None => {
                 crate::release::check_destination(
@@ -448,9 +488,32 @@ impl Plan {
             options,
             pseudonymiser,
             delta,
+            series,
             dry_run: args.dry_run,
             buffer_memory,
         })
+    }
+
+    /// With `output.history`, the people the table's readable versions
+    /// publish (loaded before any reading, so that a history kanon cannot
+    /// check stops the job first): left out of an `append` release.
+    fn leave_out(&self) -> Result<Option<LeaveOut>> {
+        let (Some((d, table)), Some(policy @ Policy::Checked { .. })) = (&self.delta, &self.series)
+        else {
+            return Ok(None);
+        };
+        let people =
+            crate::delta::series::before_work(&self.storage, table, policy)?.unwrap_or_default();
+        if d.mode != Mode::Append {
+            return Ok(None);
+        }
+        let column = self
+            .job
+            .spec
+            .entity_column()
+            .context("output.history without privacy.entity (a bug in kanon)")?;
+        let fingerprinter = self.pseudonymiser.fingerprinter(column)?;
+        Ok(Some(LeaveOut::new(fingerprinter, people)))
     }
 
     /// Whether pass 1 keeps the input's batches for pass 2 (and within
@@ -526,11 +589,34 @@ struct PassOne {
     fingerprint: Option<String>,
     /// The input's identifiers, which salt this release's pseudonyms.
     identities: kanon_engine::identities::Identities,
+    /// Rows of people a table's readable versions already publish, left
+    /// out of this `append` release (`output.history`), and those people.
+    left_out: (u64, usize),
     read_s: f64,
 }
 
+/// An `append` with `output.history` whose input holds nobody new.
+#[derive(Debug)]
+struct NothingNew {
+    table: Location,
+    rows: u64,
+    people: usize,
+}
+
+impl std::fmt::Display for NothingNew {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "nothing new to publish: all {} rows of the input belong to the {} people Delta table {} already publishes (output.history); the table is unchanged",
+            self.rows, self.people, self.table
+        )
+    }
+}
+
+impl std::error::Error for NothingNew {}
+
 impl PassOne {
-    fn read(plan: &Plan, ui: &Ui) -> Result<PassOne> {
+    fn read(plan: &Plan, leave_out: Option<&LeaveOut>, ui: &Ui) -> Result<PassOne> {
         let (spec, input) = (&plan.job.spec, &plan.input);
         let t = Instant::now();
         let dataset = Dataset::open(&plan.storage, input, &spec.input_spec())?;
@@ -564,14 +650,25 @@ impl PassOne {
             }
         };
         let bar = ui.bar("pass 1/2", dataset.rows);
-        let (read, rows_in, csv_hash) =
+        let mut left_rows = 0u64;
+        let mut left_people: rustc_hash::FxHashSet<u128> = Default::default();
+        let (read, rows_read, csv_hash) =
             dataset.with_read_ahead(&plan.storage, projection, true, |batches| -> Result<()> {
                 for batch in batches {
                     check_interrupt()?;
                     let batch = batch?;
+                    bar.inc(batch.num_rows() as u64);
+                    let batch = match leave_out {
+                        Some(l) => {
+                            let (kept, left) = l.apply(batch)?;
+                            left_rows += left.len() as u64;
+                            left_people.extend(left);
+                            kept
+                        }
+                        None => batch,
+                    };
                     fits(encoder.push(&batch))?;
                     fits(identities.push(&batch))?;
-                    bar.inc(batch.num_rows() as u64);
                     if let Some(h) = &mut held {
                         let kept = kanon_engine::recode::unread_placeholder(&batch, &unread)?;
                         h.bytes += kept.get_array_memory_size() as u64;
@@ -591,6 +688,22 @@ impl PassOne {
         read?;
         bar.finish_and_clear();
         let fingerprint = dataset.fingerprint(csv_hash);
+        let rows_in = rows_read - left_rows;
+        if rows_in == 0 && left_rows > 0 {
+            return Err(NothingNew {
+                table: plan.output.clone(),
+                rows: left_rows,
+                people: left_people.len(),
+            }
+            .into());
+        }
+        if left_rows > 0 {
+            tracing::info!(
+                rows = left_rows,
+                people = left_people.len(),
+                "rows of people the table already publishes left out (output.history)"
+            );
+        }
         if rows_in == 0 {
             return Err(Failure::bad_input(format!(
                 "input {input} has no rows: there is nothing to anonymise"
@@ -616,6 +729,7 @@ impl PassOne {
             rows_in,
             fingerprint,
             identities,
+            left_out: (left_rows, left_people.len()),
             read_s,
         })
     }
@@ -690,6 +804,7 @@ fn pass_two<'p>(
     dataset: &Dataset,
     held_input: Option<Vec<RecordBatch>>,
     rows_in: u64,
+    leave_out: Option<&LeaveOut>,
     recoder: kanon_engine::recode::Recoder,
     options: ReleaseOptions,
     privacy: &Privacy,
@@ -707,6 +822,15 @@ fn pass_two<'p>(
         buffer::SORT_ROWS.min(buffer_rows),
     )
     .context("cannot check the release")?;
+    // With a table history, the people of the release are recorded.
+    if let Some(Policy::Checked { .. }) = &plan.series {
+        let column = spec
+            .entity_column()
+            .context("output.history without privacy.entity (a bug in kanon)")?;
+        let ledger =
+            kanon_engine::history::Ledger::new(spec, plan.pseudonymiser.fingerprinter(column)?)?;
+        releaser = releaser.with_ledger(ledger);
+    }
     let out_schema = releaser.schema().clone();
     dataset.check_unchanged(&plan.storage)?;
     barrier("between-passes")?;
@@ -751,10 +875,17 @@ fn pass_two<'p>(
         window.clear();
         Ok(())
     };
+    let from_pass_one = held_input.is_some();
     let mut recode_all = |batches: &mut dyn Iterator<Item = Result<RecordBatch>>| -> Result<()> {
         for batch in batches {
             check_interrupt()?;
             let batch = batch?;
+            bar.inc(batch.num_rows() as u64);
+            // Batches held from pass 1 were left out of already.
+            let batch = match leave_out.filter(|_| !from_pass_one) {
+                Some(l) => l.apply(batch)?.0,
+                None => batch,
+            };
             let n = batch.num_rows();
             if releaser.rows_recoded() + n > releaser.rows_expected() {
                 return Err(changed(&plan.input, rows_in, releaser.rows_recoded() + n));
@@ -767,7 +898,6 @@ fn pass_two<'p>(
             if window.len() == PARTITION_WINDOW {
                 flush(&mut window)?;
             }
-            bar.inc(n as u64);
         }
         flush(&mut window)
     };
@@ -836,6 +966,11 @@ fn pass_two<'p>(
     // The report and the metrics read the labels the verifier encoded.
     // The file's footer is written while the labels are checked; the
     // release is committed only after both.
+    writer.set_people(
+        releaser
+            .take_ledger()
+            .context("the release's people could not be recorded; nothing was written")?,
+    );
     let (checked, closed) = rayon::join(
         || releaser.finish_with_labels(privacy, result),
         || writer.close(),

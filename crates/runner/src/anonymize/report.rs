@@ -32,6 +32,10 @@ pub(super) struct Run<'a> {
     /// The risk profiles of the input and of the release, when measured
     /// (`--metrics-json`, `--report`).
     pub(super) risk: Option<(&'a RiskProfile, &'a RiskProfile)>,
+    /// Rows, and people, of the input that the Delta table's readable
+    /// versions already publish, left out of this `append`
+    /// (`output.history`).
+    pub(super) left_out: (u64, usize),
 }
 
 impl Run<'_> {
@@ -43,6 +47,7 @@ impl Run<'_> {
             "output": plan.output.to_string(),
             "files": files.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
             "input_fingerprint": self.fingerprint,
+            "history_left_out": { "rows": self.left_out.0, "people": self.left_out.1 },
             "algorithm": result.algorithm,
             "privacy": self.privacy.describe(),
             "seed": plan.job.spec.algorithm.seed,
@@ -108,6 +113,13 @@ impl Run<'_> {
             r.rows_out,
             r.suppressed_rows
         );
+        if self.left_out.0 > 0 {
+            outln!(
+                "  history       {} rows of {} people the table already publishes left out (output.history)",
+                self.left_out.0,
+                self.left_out.1
+            );
+        }
         match result.details.get("entity") {
             Some(e) => {
                 outln!(

@@ -243,6 +243,7 @@ fn now_ms() -> i64 {
 /// Exit code 5 for a `create` onto an existing table; a bad-input failure
 /// when the release does not fit the table; commit failures (the table is
 /// then unchanged; the caller removes the data files).
+#[allow(clippy::too_many_arguments)]
 pub fn commit(
     storage: &Storage,
     table: &Table,
@@ -251,6 +252,7 @@ pub fn commit(
     files: &[WrittenFile],
     certificate: &Certificate,
     app_id: Option<&str>,
+    series: super::series::Series<'_>,
 ) -> Result<Outcome> {
     let wanted = table_schema(schema, output)?;
     let partition_by: Vec<String> = output.partition.keys().cloned().collect();
@@ -260,15 +262,31 @@ pub fn commit(
         .collect::<Result<Vec<_>>>()?;
     let certified =
         serde_json::to_value(certificate).context("cannot serialise the certificate")?;
+    let checked = matches!(series.policy, super::series::Policy::Checked { .. });
     let properties = || {
         let p = CommitProperties::default()
             .with_metadata([(COMMIT_INFO_KEY.to_string(), certified.clone())]);
+        // The history was checked against the version loaded: a version
+        // another writer commits meanwhile fails this commit instead of
+        // being resolved around it.
+        let p = match checked {
+            true => p.with_max_retries(0),
+            false => p,
+        };
         match app_id {
             Some(id) => p.with_application_transaction(Transaction::new(id, TXN_VERSION)),
             None => p,
         }
     };
     let existing = table.load(storage, None)?;
+    let added: Vec<String> = adds
+        .iter()
+        .filter_map(|a| match a {
+            Action::Add(a) => Some(a.path.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut removed: Vec<String> = Vec::new();
     let (operation, actions, snapshot_of) = match &existing {
         Some(dt) => {
             if released(storage, table, dt, app_id)? {
@@ -304,6 +322,7 @@ pub fn commit(
                     Mode::Append | Mode::Create => false,
                 };
                 if replace {
+                    removed.push(f.path().to_string());
                     actions.push(Action::Remove(f.remove_action(true)));
                 }
             }
@@ -348,6 +367,16 @@ pub fn commit(
             (operation, actions, false)
         }
     };
+    // The new version against every version a reader can read.
+    let recorded = super::series::before_commit(
+        storage,
+        table,
+        series.policy,
+        existing.as_ref().map(version),
+        &removed,
+        &added,
+        series.people,
+    )?;
     let snapshot = match (&existing, snapshot_of) {
         (Some(dt), true) => {
             Some(dt.snapshot().context("cannot read the Delta table")? as &dyn TableReference)
@@ -361,10 +390,16 @@ pub fn commit(
             .await
     });
     match committed {
-        Ok(c) => Ok(Outcome::Committed {
-            version: c.version() as i64,
-        }),
+        Ok(c) => {
+            if let Some(r) = recorded {
+                r.keep();
+            }
+            Ok(Outcome::Committed {
+                version: c.version() as i64,
+            })
+        }
         Err(e) => {
+            drop(recorded);
             // A concurrent run may have committed this very release (same
             // job, same input): then this run is a no-op.
             if let Ok(Some(dt)) = table.load(storage, None) {
@@ -375,12 +410,25 @@ pub fn commit(
                 }
                 // Another run created the table first: commit onto it.
                 if existing.is_none() && output.mode != Mode::Create {
-                    return commit(storage, table, output, schema, files, certificate, app_id);
+                    return commit(
+                        storage,
+                        table,
+                        output,
+                        schema,
+                        files,
+                        certificate,
+                        app_id,
+                        series,
+                    );
                 }
             }
             Err(anyhow::Error::new(e).context(format!(
-                "cannot commit the release to Delta table {}; the table is unchanged",
-                table.location
+                "cannot commit the release to Delta table {}; the table is unchanged{}",
+                table.location,
+                match checked {
+                    true => " (with `output.history`, a version another writer committed while this run checked the history fails the commit: run the job again)",
+                    false => "",
+                }
             )))
         }
     }

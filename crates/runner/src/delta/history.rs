@@ -213,7 +213,7 @@ pub fn print_history(table: &Table, releases: &[Release]) {
 }
 
 /// `%XX` escapes of a Delta path decoded.
-fn percent_decode(p: &str) -> String {
+pub(crate) fn percent_decode(p: &str) -> String {
     let b = p.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

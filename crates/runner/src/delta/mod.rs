@@ -36,6 +36,7 @@ use crate::storage::{Location, Storage};
 
 mod commit;
 mod history;
+pub mod series;
 
 pub use commit::{app_id, commit, prepare, Outcome, Prepared, WrittenFile};
 pub use history::{check_certificates, history, print_history, Release};
