@@ -376,55 +376,70 @@ pub fn check(views: &[View<'_>], k: usize, l: usize) -> Vec<Breach> {
         pattern: Vec<u8>,
         contents: Vec<u64>,
         values: Vec<u64>,
+        /// The last view the person was seen in, and their rows there
+        /// (summed over the releases of that view that hold them).
+        last_view: usize,
+        view_rows: u64,
     }
     let n = views.len();
     let mut breaches = Vec::new();
-    let mut people: FxHashMap<u128, Track> = FxHashMap::default();
+    let largest = views
+        .iter()
+        .map(|v| v.releases.iter().map(|r| r.len()).sum::<usize>())
+        .max()
+        .unwrap_or(0);
+    let mut people: FxHashMap<u128, Track> =
+        FxHashMap::with_capacity_and_hasher(largest, Default::default());
     let mut relabelled: std::collections::BTreeMap<(usize, usize), usize> = Default::default();
+    // The pattern entry of a person's rows `rows` in view `vi`.
+    let place = |t: &mut Track, vi: usize, rows: u64, values: &[u64]| {
+        let at = match t.contents.iter().position(|&c| c == rows) {
+            Some(i) => i,
+            None => {
+                t.contents.push(rows);
+                // Values are gathered once per distinct content.
+                t.values.extend_from_slice(values);
+                t.contents.len() - 1
+            }
+        };
+        t.pattern[vi] = (at + 1).min(u8::MAX as usize) as u8;
+    };
     for (vi, view) in views.iter().enumerate() {
-        // One version holding a person twice (two releases of theirs).
-        let mut seen: FxHashMap<u128, (u64, u64)> = FxHashMap::default();
         let mut two_labels = 0;
         for p in view.releases.iter().flat_map(|r| r.iter()) {
-            match seen.get_mut(&p.person) {
-                Some((labels, rows)) => {
-                    if *labels != p.labels {
-                        two_labels += 1;
-                    }
-                    *rows = rows.wrapping_add(p.rows);
-                }
-                None => {
-                    seen.insert(p.person, (p.labels, p.rows));
-                }
-            }
             let t = people.entry(p.person).or_insert_with(|| Track {
                 labels: p.labels,
                 labels_from: vi,
                 pattern: vec![0; n],
                 contents: Vec::new(),
                 values: Vec::new(),
+                last_view: usize::MAX,
+                view_rows: 0,
             });
-            t.values.extend_from_slice(&p.values);
             if t.labels != p.labels {
-                *relabelled.entry((t.labels_from, vi)).or_default() += 1;
+                match t.last_view == vi {
+                    // One version holding a person twice (two releases
+                    // of theirs) under two label tuples.
+                    true => two_labels += 1,
+                    false => *relabelled.entry((t.labels_from, vi)).or_default() += 1,
+                }
             }
+            if t.last_view == vi {
+                // Their rows in this version are those of both releases.
+                t.view_rows = t.view_rows.wrapping_add(p.rows);
+                t.values.extend_from_slice(&p.values);
+            } else {
+                t.last_view = vi;
+                t.view_rows = p.rows;
+            }
+            let rows = t.view_rows;
+            place(t, vi, rows, &p.values);
         }
         if two_labels > 0 {
             breaches.push(Breach::TwoLabelsInOneVersion {
                 version: view.version,
                 people: two_labels,
             });
-        }
-        for (person, (_, rows)) in seen {
-            let t = people.get_mut(&person).expect("tracked above");
-            let at = match t.contents.iter().position(|&c| c == rows) {
-                Some(i) => i,
-                None => {
-                    t.contents.push(rows);
-                    t.contents.len() - 1
-                }
-            };
-            t.pattern[vi] = (at + 1).min(u8::MAX as usize) as u8;
         }
     }
     for ((first, then), count) in relabelled {
