@@ -88,11 +88,104 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
             labels: labels.as_ref(),
         };
         failed |= !check_manifest(&storage, &job, &location, &dataset, found, ui)?;
+        failed |= !check_footers(&job, &dataset, found, ui);
     }
     Ok(match failed {
         true => ExitCode::from(exit::VERIFY_FAILED),
         false => ExitCode::SUCCESS,
     })
+}
+
+/// Checks what the footers of a Parquet release claim (`kanon.*` keys,
+/// written by `kanon anonymize`) against what its rows achieve: k and l
+/// per sensitive column, the rows published, and the job's privacy
+/// settings. A footer whose claims were edited, or a file of another job's
+/// release, fails. Prints each mismatch, naming the file and the key;
+/// returns whether every claim held.
+fn check_footers(job: &Job, dataset: &Dataset, found: Found<'_>, ui: &Ui) -> bool {
+    let footers = dataset.kanon_footers();
+    if footers.is_empty() {
+        return true;
+    }
+    let privacy = serde_json::to_value(&job.spec.privacy).ok();
+    let diversity = found
+        .labels
+        .map(kanon_engine::metrics::release_diversity)
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    for (file, claims) in &footers {
+        let claim = |key: &str| {
+            claims
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let mut differs = |key: &str, claimed: &str, found: String| {
+            problems.push(format!(
+                "file {file}: its footer claims {key} = {claimed}, the rows achieve {found}"
+            ));
+        };
+        if let Some(v) = found.verified {
+            if let Some(k) = claim("kanon.k_achieved") {
+                if k != v.smallest_class.to_string() {
+                    differs("kanon.k_achieved", k, v.smallest_class.to_string());
+                }
+            }
+            if let (Some(rows_in), Some(suppressed)) =
+                (claim("kanon.rows_in"), claim("kanon.rows_suppressed"))
+            {
+                let published = rows_in
+                    .parse::<u64>()
+                    .ok()
+                    .zip(suppressed.parse::<u64>().ok());
+                if published.map(|(i, s)| i.saturating_sub(s)) != Some(v.published_rows as u64) {
+                    differs(
+                        "kanon.rows_in - kanon.rows_suppressed",
+                        &format!("{rows_in} - {suppressed}"),
+                        format!("{} rows", v.published_rows),
+                    );
+                }
+            }
+        }
+        for (key, value) in claims {
+            let Some(column) = key.strip_prefix("kanon.l_achieved.") else {
+                continue;
+            };
+            let claimed = serde_json::from_str::<serde_json::Value>(value)
+                .ok()
+                .and_then(|j| j["distinct_l"].as_u64());
+            match diversity.iter().find(|d| d.name == column) {
+                Some(d) if claimed == Some(d.distinct_l as u64) => {}
+                Some(d) => differs(key, value, format!("distinct l {}", d.distinct_l)),
+                None if found.labels.is_some() => {
+                    differs(key, value, "no such sensitive column".to_string())
+                }
+                None => {}
+            }
+        }
+        if let (Some(claimed), Some(job_privacy)) = (claim("kanon.privacy"), &privacy) {
+            let same =
+                serde_json::from_str::<serde_json::Value>(claimed).is_ok_and(|c| &c == job_privacy);
+            if !same {
+                problems.push(format!(
+                    "file {file}: its footer's kanon.privacy is not this job's privacy settings (a release of another job, or an edited footer): verify it with the job that made it"
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        if !ui.quiet {
+            outln!(
+                "  footers hold: the claims of {} file(s) match the rows",
+                footers.len()
+            );
+        }
+        return true;
+    }
+    for p in &problems {
+        outln!("  footer: {p}");
+    }
+    false
 }
 
 /// Checks a Delta table's readable versions up to `version` as one

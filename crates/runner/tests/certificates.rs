@@ -81,6 +81,54 @@ fn verify_recomputes_what_a_manifest_claims() {
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     assert!(stdout(&o).contains("another job"), "{}", show(&o));
 
+    // A footer whose claims were edited: the file rewritten with the same
+    // rows and k_achieved and l_achieved inflated (the manifest's hash
+    // catches the rewrite; the footer check names the claims).
+    let claims = parquet_metadata(original.clone());
+    assert!(
+        claims.iter().any(|(k, _)| k == "kanon.k_achieved"),
+        "{claims:?}"
+    );
+    let forged: Vec<parquet::file::metadata::KeyValue> = claims
+        .iter()
+        .map(|(k, v)| {
+            let v = match k.as_str() {
+                "kanon.k_achieved" => "500".to_string(),
+                k if k.starts_with("kanon.l_achieved.") => {
+                    "{\"distinct_l\":9,\"entropy_l\":9.0}".to_string()
+                }
+                _ => v.clone(),
+            };
+            parquet::file::metadata::KeyValue::new(k.clone(), v)
+        })
+        .collect();
+    let rows = read_parquet(&out);
+    write_parquet_with(
+        &out,
+        &[rows],
+        Some(
+            parquet::file::properties::WriterProperties::builder()
+                .set_key_value_metadata(Some(forged))
+                .build(),
+        ),
+    );
+    let o = verify(&out, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("its footer claims kanon.k_achieved = 500"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        stdout(&o).contains("kanon.l_achieved.salary-class"),
+        "{}",
+        show(&o)
+    );
+    std::fs::write(&out, &original).unwrap();
+    let o = verify(&out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stdout(&o).contains("footers hold"), "{}", show(&o));
+
     // The manifest removed.
     std::fs::remove_file(&manifest).unwrap();
     let o = verify(&out, &[]);

@@ -298,6 +298,36 @@ fn sql_counts_people_too() {
         smallest >= 5 && split == 0,
         "{smallest} patients, {split} split"
     );
+    // kanon_risk() of the release counts people too: its smallest class is
+    // the smallest number of patients (3 visits each: rows would say 3x).
+    let options = query
+        .split_once("anonymize('v', '")
+        .unwrap()
+        .1
+        .trim_end_matches("')");
+    let risk =
+        format!("SELECT rows, smallest_class, classes_below_k FROM kanon_risk('r', '{options}')");
+    let o = run(kanon()
+        .args(["sql", &risk, "-t"])
+        .arg(format!("r={}", out.display()))
+        .env("KANON_PSEUDONYM_KEY", KEY));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.contains("| 600 "))
+        .map(String::from)
+        .unwrap_or_default();
+    let cells: Vec<&str> = line
+        .split('|')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        cells,
+        vec!["600", &smallest.to_string(), "0"],
+        "{}",
+        show(&o)
+    );
     // A result without the pseudonyms cannot be recounted in people.
     let o = run(kanon()
         .args([

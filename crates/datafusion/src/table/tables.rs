@@ -179,17 +179,9 @@ impl RiskTable {
     /// A plan error when a QI or sensitive column is missing from the input.
     pub fn try_new(input: LogicalPlan, job: Arc<Job>) -> Result<Self> {
         let in_schema = input.schema().as_arrow().clone();
-        let mut labels = job.spec().clone();
-        labels
-            .attributes
-            .retain(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive));
-        for a in &mut labels.attributes {
-            a.hierarchy = None;
-            a.intervals = None;
-            a.cuts = None;
-            a.masking = false;
-            a.kind = Some(kanon_engine::spec::Kind::Categorical);
-        }
+        // The published labels, as table_risk reads them (the entity
+        // column stays: with privacy.entity, the figures count people).
+        let labels = job.spec().labels_only();
         Encoder::try_new(&labels, &Default::default(), &in_schema)
             .map_err(|e| engine_error(KANON_RISK, e, true))?;
         Ok(RiskTable { input, job })
@@ -213,7 +205,11 @@ impl TableProvider for RiskTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = input_plan(state, &self.input, &engine_columns(&self.job)).await?;
+        // The entity column too: with privacy.entity, the figures count
+        // people.
+        let mut keep = engine_columns(&self.job);
+        keep.extend(self.job.spec().entity_column());
+        let input = input_plan(state, &self.input, &keep).await?;
         Ok(Arc::new(KanonRiskExec::try_new(
             input,
             Arc::clone(&self.job),

@@ -158,6 +158,29 @@ impl Dataset {
         })
     }
 
+    /// The `kanon.*` key-value metadata of each Parquet file's footer (what
+    /// kanon wrote there: the release's claims), with the file, in read
+    /// order; files without any are left out.
+    pub fn kanon_footers(&self) -> Vec<(String, Vec<(String, String)>)> {
+        self.files
+            .iter()
+            .filter_map(|f| {
+                let kv = f
+                    .parquet
+                    .as_ref()?
+                    .metadata()
+                    .file_metadata()
+                    .key_value_metadata()?;
+                let claims: Vec<(String, String)> = kv
+                    .iter()
+                    .filter(|kv| kv.key.starts_with("kanon."))
+                    .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                    .collect();
+                (!claims.is_empty()).then(|| (f.meta.location.to_string(), claims))
+            })
+            .collect()
+    }
+
     /// Where each file is, in read order.
     pub fn file_locations(&self) -> Vec<String> {
         self.files

@@ -102,7 +102,10 @@ pub struct TableRisk {
 }
 
 /// Computes the risk and loss of `batches` (all of `schema`) for the QIs and
-/// sensitive attributes of `spec`, with the job's k.
+/// sensitive attributes of `spec`, with the job's k. With `privacy.entity`
+/// every figure counts people (the entity column's distinct values), not
+/// rows: `rows` stays the rows read, the classes, k, l, the risks and the
+/// figures "below k" are of people.
 ///
 /// `hierarchies` maps each hierarchy file path of the spec to its parsed
 /// hierarchy (used for NCP only).
@@ -123,6 +126,14 @@ pub fn table_risk(
         enc.push(b)?;
     }
     let table = enc.finish()?;
+    let rows_read = table.n_rows();
+    // With `privacy.entity`, the unit is the person (crate::entity): the
+    // rows of each person collapse to one, and every figure below counts
+    // people, as the verifier does.
+    let table = match spec.entity_column() {
+        Some(column) => crate::entity::people_of_release(&table, &person_of_row(column, batches)?)?,
+        None => table,
+    };
     let classes = EquivalenceClasses::of(&table);
     let k = spec.privacy.k;
     let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
@@ -135,7 +146,18 @@ pub fn table_risk(
         .iter()
         .map(|s| {
             (0..classes.len())
-                .map(|c| crate::privacy::frequencies(s, classes.rows(c)).len())
+                .map(|c| {
+                    let distinct = crate::privacy::frequencies(s, classes.rows(c)).len();
+                    // People holding several values: the fewest values
+                    // that cover every person (distinct l per person).
+                    match s.value_sets() {
+                        Some(sets) => crate::privacy::hitting_number_of(
+                            classes.rows(c).iter().map(|&r| sets.of(r)).collect(),
+                            distinct,
+                        ),
+                        None => distinct,
+                    }
+                })
                 .min()
                 .unwrap_or(0)
         })
@@ -162,7 +184,7 @@ pub fn table_risk(
         requirements: standing_of_requirements,
         rows_below_requirements,
         profile,
-        rows,
+        rows: rows_read,
         excluded_rows: table.excluded().len(),
         classes: sizes.len(),
         smallest_class: smallest,
@@ -339,6 +361,37 @@ fn column_ncp_sum(
             }
         })
         .sum())
+}
+
+/// Dense ids of the people of `column` over `batches` (by the text of each
+/// value).
+///
+/// # Errors
+/// [`Error::Data`] when the column is missing or holds a null.
+fn person_of_row(column: &str, batches: &[RecordBatch]) -> Result<Vec<u32>> {
+    use arrow::array::AsArray;
+    let mut ids: FxHashMap<String, u32> = FxHashMap::default();
+    let mut out = Vec::new();
+    for b in batches {
+        let values = b.column_by_name(column).ok_or_else(|| {
+            Error::data(
+                column,
+                "is not in the table: the people of `privacy.entity` cannot be counted",
+            )
+        })?;
+        let text = arrow::compute::cast(values, &arrow::datatypes::DataType::Utf8)?;
+        for v in text.as_string::<i32>().iter() {
+            let v = v.ok_or_else(|| {
+                Error::data(
+                    column,
+                    "holds a null: a row without a person cannot be counted",
+                )
+            })?;
+            let next = ids.len() as u32;
+            out.push(*ids.entry(v.to_string()).or_insert(next));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
