@@ -59,6 +59,10 @@ pub struct Certificate {
     /// kanon before issue 31.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<CertifiedFile>,
+    /// The Ed25519 signature of everything above, when the release was
+    /// signed (`KANON_SIGNING_KEY`; [`crate::signing`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<crate::signing::Signature>,
 }
 
 /// One file a certificate vouches for.
@@ -167,6 +171,7 @@ impl Certificate {
                 .collect(),
             input,
             files: Vec::new(),
+            signature: None,
         }
     }
 }

@@ -56,9 +56,9 @@ pub struct Override {
 }
 
 /// `KANON_*` variables that are not job settings: read by `kanon-job` and
-/// the deploy files (deploy/README.md), the default pseudonym key, and the
-/// test suite's hooks (`KANON_TEST_*`).
-pub const OTHER_ENV_VARS: [&str; 8] = [
+/// the deploy files (deploy/README.md), the default pseudonym key, the
+/// certificate signing key, and the test suite's hooks (`KANON_TEST_*`).
+pub const OTHER_ENV_VARS: [&str; 9] = [
     "KANON_JOB",
     "KANON_OUTPUT",
     "KANON_TIMEOUT",
@@ -67,6 +67,7 @@ pub const OTHER_ENV_VARS: [&str; 8] = [
     "KANON_REPORT",
     "KANON_BIN",
     kanon_engine::spec::DEFAULT_KEY_ENV,
+    crate::signing::KEY_ENV,
 ];
 
 /// The `KANON_*` variables of `vars`: the overrides they give

@@ -44,6 +44,7 @@ mod ops;
 mod publish;
 mod release;
 mod report;
+mod signing;
 mod spill;
 #[cfg(feature = "sql")]
 mod sql;

@@ -194,6 +194,10 @@ impl<'a> Publisher<'a> {
                 sha256: sha256.clone(),
             })
             .collect();
+        // Signed last: the signature vouches for the files' hashes too.
+        if let Some(key) = crate::signing::signing_key()? {
+            crate::signing::sign(&mut certificate, &key);
+        }
         let certificate = &certificate;
         match target {
             Target::Parquet(dest) => {

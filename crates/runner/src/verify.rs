@@ -38,11 +38,21 @@ pub struct VerifyArgs {
     /// certificates are re-checked against the data of their commits too.
     #[arg(long, value_name = "N")]
     version: Option<i64>,
+    /// Fail unless every certificate of the release is signed by this
+    /// Ed25519 public key (64 hex digits, or a file holding them): the key
+    /// `kanon anonymize` printed when it signed with `KANON_SIGNING_KEY`.
+    #[arg(long, value_name = "HEX|FILE")]
+    trusted_key: Option<String>,
 }
 
 /// Runs `kanon verify`.
 pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     let job = Job::load(&args.job)?;
+    let trusted = args
+        .trusted_key
+        .as_deref()
+        .map(crate::signing::trusted_key)
+        .transpose()?;
     let privacy = Privacy::from_spec(&job.spec)?;
     let storage = Storage::new(&job.spec.storage);
     let location = Location::parse(&args.input)?;
@@ -80,14 +90,14 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     };
     if let Some(version) = dataset.delta_version {
         failed |=
-            !crate::delta::check_certificates(&storage, &job, &privacy, &location, version, ui)?;
+            !crate::delta::check_certificates(&storage, &job, &location, version, trusted, ui)?;
         failed |= !check_series(&storage, &job, &location, version, ui)?;
     } else {
         let found = Found {
             verified: verified.as_ref(),
             labels: labels.as_ref(),
         };
-        failed |= !check_manifest(&storage, &job, &location, &dataset, found, ui)?;
+        failed |= !check_manifest(&storage, &job, &location, &dataset, found, trusted, ui)?;
         failed |= !check_footers(&job, &dataset, found, ui);
     }
     Ok(match failed {
@@ -238,12 +248,14 @@ struct Found<'a> {
 ///
 /// # Errors
 /// A manifest that cannot be read or parsed.
+#[allow(clippy::too_many_arguments)]
 fn check_manifest(
     storage: &Storage,
     job: &Job,
     location: &Location,
     dataset: &Dataset,
     found: Found<'_>,
+    trusted: Option<ed25519_dalek::VerifyingKey>,
     ui: &Ui,
 ) -> Result<bool> {
     let Found { verified, labels } = found;
@@ -255,6 +267,12 @@ fn check_manifest(
     if storage.head(&at)?.is_none() {
         // A release kanon wrote always has its manifest: one without it was
         // copied in part, or had its certificate removed.
+        if trusted.is_some() {
+            outln!(
+                "  manifest {at} is missing: --trusted-key asks for a signed certificate, and there is none"
+            );
+            return Ok(false);
+        }
         if dataset.written_by_kanon() {
             outln!(
                 "  manifest {at} is missing, but kanon wrote the release (its files carry kanon's metadata): a partial copy, or a certificate removed; copy the release with its manifest"
@@ -315,6 +333,11 @@ fn check_manifest(
                 &kanon_engine::metrics::release_diversity(table),
                 &manifest.certificate.l_achieved,
             ));
+        }
+    }
+    if let Some(key) = &trusted {
+        if let Err(why) = crate::signing::check(&manifest.certificate, key) {
+            problems.push(why);
         }
     }
     if manifest.certificate.job_hash != crate::certificate::job_hash(job) {

@@ -342,6 +342,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
                 d.mode.name()
             );
         }
+        if let Some(key) = &plan.signed_by {
+            outln!("  signed        certificate signed by Ed25519 key {key} (kanon verify --trusted-key {key})");
+        }
         if let Some(path) = &args.report {
             outln!("  report        {}", path.display());
         }
@@ -362,6 +365,9 @@ struct Plan {
     delta: Option<(DeltaOutput, Table)>,
     /// How a Delta release meets the table's readable versions.
     series: Option<Policy>,
+    /// The public key that signs the certificate (`KANON_SIGNING_KEY`),
+    /// read before any work so that a malformed key stops the job first.
+    signed_by: Option<String>,
     /// `--dry-run`: pass 1 only, which then keeps nothing for pass 2.
     dry_run: bool,
     /// `output.buffer_memory`: the bytes of rows pass 2 holds in memory.
@@ -476,6 +482,7 @@ impl Plan {
             storage.check_conditional_writes(&output)?;
         }
         let pseudonymiser = job.pseudonymiser()?;
+        let signed_by = crate::signing::signing_key()?.map(|k| crate::signing::public_hex(&k));
         let buffer_memory = match &spec.output.buffer_memory {
             Some(s) => parse_size("output.buffer_memory", s)?,
             None => DEFAULT_BUFFER_BYTES,
@@ -489,6 +496,7 @@ impl Plan {
             pseudonymiser,
             delta,
             series,
+            signed_by,
             dry_run: args.dry_run,
             buffer_memory,
         })

@@ -243,11 +243,12 @@ pub(crate) fn percent_decode(p: &str) -> String {
 pub fn check_certificates(
     storage: &Storage,
     job: &Job,
-    privacy: &Privacy,
     location: &Location,
     version: i64,
+    trusted: Option<ed25519_dalek::VerifyingKey>,
     ui: &Ui,
 ) -> Result<bool> {
+    let privacy = &Privacy::from_spec(&job.spec)?;
     let table = Table::at(storage, location)?;
     let dt = table.load_existing(storage, Some(version))?;
     let active: std::collections::HashSet<String> = dt
@@ -291,6 +292,15 @@ pub fn check_certificates(
             continue;
         };
         certified_before.get_or_insert(r.version);
+        // Every certificate in the log, whatever became of its rows, must
+        // be signed by the trusted key.
+        if let Some(key) = &trusted {
+            if let Err(why) = crate::signing::check(c, key) {
+                fail(r.version, why);
+                all_hold = false;
+                continue;
+            }
+        }
         if r.added.is_empty() || !r.added.iter().all(|p| active.contains(p)) {
             if !ui.quiet {
                 outln!(
