@@ -168,6 +168,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             crate::delta::series::before_work(&plan.storage, table, policy)?;
         }
     }
+    if plan.delta.is_none() {
+        plan.refuse_parquet_series(first.fingerprint.as_deref())?;
+    }
     if args.dry_run {
         // The algorithm must exist and accept its parameters.
         kanon_engine::algorithms::by_name(spec).map_err(|e| plan.unsatisfiable(e))?;
@@ -450,9 +453,9 @@ impl Plan {
         };
         let series = match &delta {
             Some(d) => Some(Policy::of(&job, &d.location)?),
-            None if spec.output.history.is_some() || spec.output.unchecked_series.is_some() => {
+            None if spec.output.history.is_some() => {
                 return Err(Failure::bad_input(
-                    "`output.history` and `output.unchecked_series` apply to Delta tables, whose versions readers can time-travel to: set `output.format = \"delta\"`, or remove them (a Parquet release is replaced, not versioned)",
+                    "`output.history` applies to Delta tables, whose versions readers can time-travel to: set `output.format = \"delta\"` to publish a checked series, or remove it (a Parquet release is replaced, not versioned)",
                 )
                 .into())
             }
@@ -500,6 +503,42 @@ impl Plan {
             dry_run: args.dry_run,
             buffer_memory,
         })
+    }
+
+    /// A Parquet release replaced by a release of the same job on another
+    /// input is a series: readers who kept the first can diff the two
+    /// (issue 31, item 2). Refused (exit 3) unless the job file accepts it
+    /// (`output.unchecked_series = true`); the same input again gives the
+    /// same bytes, and another job's release is not this job's series.
+    fn refuse_parquet_series(&self, fingerprint: Option<&str>) -> Result<()> {
+        if !self.options.overwrite || self.job.spec.output.unchecked_series == Some(true) {
+            return Ok(());
+        }
+        let split = self.options.max_file_bytes.is_some();
+        let at = crate::release::manifest_location(&self.output, split);
+        if self.storage.head(&at)?.is_none() {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut self.storage.open_read(&at)?, &mut bytes)
+            .with_context(|| format!("cannot read the manifest {at}"))?;
+        let Ok(manifest) = serde_json::from_slice::<crate::release::Manifest>(&bytes) else {
+            return Ok(());
+        };
+        let c = &manifest.certificate;
+        let same_job = c.job_hash == crate::certificate::job_hash(&self.job);
+        let other_input = c.input.fingerprint.as_deref() != fingerprint || fingerprint.is_none();
+        if same_job && other_input {
+            return Err(Failure::new(
+                crate::exit::UNSATISFIABLE,
+                format!(
+                    "{} holds this job's release of another input: replacing it publishes a series, and whoever kept the first release can diff the two class by class and single out the people added, removed or relabelled; nothing was written. Publish each release to a new location, publish the series to a Delta table with `output.history` (checked, each person published once), or, if readers comparing releases is acceptable, say so in the job file with `output.unchecked_series = true`",
+                    self.output
+                ),
+            )
+            .into());
+        }
+        Ok(())
     }
 
     /// With `output.history`, the people the table's readable versions
