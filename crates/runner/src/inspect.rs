@@ -95,6 +95,12 @@ struct AtRisk {
 #[derive(Debug, Serialize)]
 struct Risk {
     quasi_identifiers: Vec<String>,
+    /// With the job's `privacy.entity`: its column and the people counted
+    /// (every figure below then counts people, not rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entity: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    people: Option<usize>,
     classes: usize,
     smallest_class: usize,
     unique_rows: usize,
@@ -124,43 +130,53 @@ struct Inspection {
 
 /// Runs `kanon inspect`.
 pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
-    let (mut input_spec, mut storage_spec, mut qis, mut ks, mut risk_spec, job_requirements) =
-        match &args.config {
-            Some(c) => {
-                let job = Job::load(&crate::JobArgs {
-                    config: c.clone(),
-                    k: None,
-                    algorithm: None,
-                    seed: None,
-                    suppression_limit: None,
-                    set: Vec::new(),
-                    weaken_privacy: false,
-                    storage: args.storage.clone(),
-                })?;
-                let qis: Vec<String> = job
-                    .spec
-                    .quasi_identifiers()
-                    .map(|a| a.name.clone())
-                    .collect();
-                let requirements = Privacy::from_spec(&job.spec)?.requirements().to_vec();
-                (
-                    job.spec.input_spec(),
-                    job.spec.storage,
-                    qis,
-                    vec![job.spec.privacy.k],
-                    job.spec.risk,
-                    requirements,
-                )
-            }
-            None => (
-                InputSpec::default(),
-                StorageSpec::default(),
-                Vec::new(),
-                Vec::new(),
-                RiskSpec::default(),
-                Vec::new(),
-            ),
-        };
+    let (
+        mut input_spec,
+        mut storage_spec,
+        mut qis,
+        mut ks,
+        mut risk_spec,
+        job_requirements,
+        entity,
+    ) = match &args.config {
+        Some(c) => {
+            let job = Job::load(&crate::JobArgs {
+                config: c.clone(),
+                k: None,
+                algorithm: None,
+                seed: None,
+                suppression_limit: None,
+                set: Vec::new(),
+                weaken_privacy: false,
+                storage: args.storage.clone(),
+            })?;
+            let qis: Vec<String> = job
+                .spec
+                .quasi_identifiers()
+                .map(|a| a.name.clone())
+                .collect();
+            let requirements = Privacy::from_spec(&job.spec)?.requirements().to_vec();
+            let entity = job.spec.entity_column().map(String::from);
+            (
+                job.spec.input_spec(),
+                job.spec.storage,
+                qis,
+                vec![job.spec.privacy.k],
+                job.spec.risk,
+                requirements,
+                entity,
+            )
+        }
+        None => (
+            InputSpec::default(),
+            StorageSpec::default(),
+            Vec::new(),
+            Vec::new(),
+            RiskSpec::default(),
+            Vec::new(),
+            None,
+        ),
+    };
     if let Some(p) = &args.population {
         risk_spec.population = Some(p.clone());
     }
@@ -280,8 +296,17 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                 .collect(),
             ..Default::default()
         };
-        let table = read_qis(&spec, &storage, &dataset, &location, &qis, ui, "inspect")?;
-        rows = table.n_rows() as u64;
+        let (table, read) = read_qis(
+            &spec,
+            &storage,
+            &dataset,
+            &location,
+            &qis,
+            entity.as_deref(),
+            ui,
+            "inspect",
+        )?;
+        rows = read;
         let population = match &risk_spec.population {
             Some(p) => {
                 let location = Location::parse(p)?;
@@ -289,15 +314,19 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                     Dataset::open(&storage, &location, &input_spec).with_context(|| {
                         format!("the population table (risk.population, --population) {location}")
                     })?;
-                Some(read_qis(
-                    &spec,
-                    &storage,
-                    &dataset,
-                    &location,
-                    &qis,
-                    ui,
-                    "population",
-                )?)
+                Some(
+                    read_qis(
+                        &spec,
+                        &storage,
+                        &dataset,
+                        &location,
+                        &qis,
+                        None,
+                        ui,
+                        "population",
+                    )?
+                    .0,
+                )
             }
             None => None,
         };
@@ -309,6 +338,8 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         let active = sizes.iter().sum::<usize>().max(1) as f64;
         risk = Some(Risk {
             quasi_identifiers: qis.clone(),
+            people: entity.as_ref().map(|_| table.n_rows()),
+            entity: entity.clone(),
             classes: sizes.len(),
             smallest_class: sizes.iter().copied().min().unwrap_or(0),
             unique_rows: sizes.iter().filter(|&&s| s == 1).count(),
@@ -379,12 +410,21 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             "risk for quasi-identifiers [{}]:",
             r.quasi_identifiers.join(", ")
         );
+        let units = match (&r.entity, r.people) {
+            (Some(column), Some(people)) => {
+                outln!(
+                    "  people {people} by `{column}` (the job's privacy.entity): every figure below counts people, not rows"
+                );
+                people
+            }
+            _ => report.rows as usize,
+        };
         outln!(
             "  classes {}, smallest {}, unique rows {} ({:.2} %)",
             r.classes,
             r.smallest_class,
             r.unique_rows,
-            100.0 * r.unique_rows as f64 / (report.rows as f64).max(1.0)
+            100.0 * r.unique_rows as f64 / (units as f64).max(1.0)
         );
         if r.rows_with_null_qi > 0 {
             outln!(
@@ -417,26 +457,62 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
 }
 
 /// Reads the QI columns of `dataset` as raw categories (nulls apart).
+/// The QIs of `dataset` encoded, and the rows read. With `entity` (the
+/// job's `privacy.entity`), the rows of each person collapse to one, as
+/// the verifier counts them: every figure then counts people.
+#[allow(clippy::too_many_arguments)]
 fn read_qis(
     spec: &JobSpec,
     storage: &Storage,
     dataset: &Dataset,
     location: &Location,
     qis: &[String],
+    entity: Option<&str>,
     ui: &Ui,
     what: &str,
-) -> Result<QiTable> {
+) -> Result<(QiTable, u64)> {
     let mut encoder = Encoder::try_new(spec, &Default::default(), &dataset.schema)
         .with_context(|| format!("the quasi-identifiers do not fit {location}"))?;
     let bar = ui.bar(what, dataset.rows);
-    for b in dataset.scan(storage, Some(dataset.projection(qis)), false) {
+    let mut columns = qis.to_vec();
+    columns.extend(entity.map(String::from));
+    let mut ids: rustc_hash::FxHashMap<String, u32> = Default::default();
+    let mut of_row: Vec<u32> = Vec::new();
+    for b in dataset.scan(storage, Some(dataset.projection(&columns)), false) {
         check_interrupt()?;
         let b = b?;
         encoder.push(&b)?;
+        if let Some(column) = entity {
+            let values = b.column_by_name(column).ok_or_else(|| {
+                Failure::bad_input(format!(
+                    "{location} has no column `{column}` (the job's privacy.entity): the people cannot be counted"
+                ))
+            })?;
+            let text = arrow::compute::cast(values, &arrow::datatypes::DataType::Utf8)?;
+            for v in arrow::array::AsArray::as_string::<i32>(&text).iter() {
+                let v = v.ok_or_else(|| {
+                    Failure::bad_input(format!(
+                        "{location}: column `{column}` (the job's privacy.entity) holds a null: a row without a person cannot be counted"
+                    ))
+                })?;
+                let next = ids.len() as u32;
+                of_row.push(*ids.entry(v.to_string()).or_insert(next));
+            }
+        }
         bar.inc(b.num_rows() as u64);
     }
     bar.finish_and_clear();
-    Ok(encoder.finish()?)
+    let table = encoder.finish()?;
+    let rows = table.n_rows() as u64;
+    let Some(column) = entity else {
+        return Ok((table, rows));
+    };
+    let people = kanon_engine::entity::people_of_release(&table, &of_row).map_err(|e| {
+        Failure::bad_input(format!(
+            "kanon inspect counts the people of `{column}` (the job's privacy.entity) by their quasi-identifiers, and {e}; inspect the release instead (there a person's rows share one class), or count rows with a job whose `entity = \"row\"`"
+        ))
+    })?;
+    Ok((people, rows))
 }
 
 /// The risk measures in text: attacker models, uniqueness, and the QI

@@ -404,3 +404,48 @@ fn pseudonyms_join_only_where_the_job_file_says_so() {
     assert_eq!(x, y);
     assert!(z.is_subset(&x) && z.len() == 300);
 }
+
+/// Item 1: `kanon inspect` with an entity job counts people. 200 patients
+/// of 3 visits each: 200 people, and the smallest class in people (rows
+/// would say 3 times more); a table where a person's quasi-identifiers
+/// vary between rows is refused with what to do instead. Before, inspect
+/// counted rows.
+#[test]
+fn inspect_counts_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = visits(d, 200, 3);
+    let job = job(d, "pseudonymised", "entity = \"patient_id\"");
+    let inspect = |input: &Path| {
+        run(kanon()
+            .args(["inspect", "--json", "-c"])
+            .arg(&job)
+            .arg(input))
+    };
+    let o = inspect(&csv);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(r["rows"], 600, "{r}");
+    assert_eq!(r["risk"]["people"], 200, "{r}");
+    assert_eq!(r["risk"]["entity"], "patient_id", "{r}");
+    // age 20 + p % 50 fixes sex (p % 2): 50 classes of 4 patients (12
+    // rows each).
+    assert_eq!(r["risk"]["smallest_class"], 4, "{r}");
+    assert_eq!(r["risk"]["classes"], 50, "{r}");
+    // A patient whose age differs between visits.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let varying = d.join("varying.csv");
+    std::fs::write(&varying, text.replacen("P00000,20,", "P00000,21,", 1)).unwrap();
+    let o = inspect(&varying);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("inspect the release instead"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        !stderr(&o).contains("P00000"),
+        "no value printed: {}",
+        show(&o)
+    );
+}
