@@ -450,3 +450,104 @@ fn the_daily_job_keeps_its_history_on_s3() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(stdout(&o).contains("hold as one release"), "{}", show(&o));
 }
+
+/// Two daily runs at once on one table with a history (day 2 of two
+/// sources, each with new patients): both check the history against
+/// version 0 and wait at the commit; one commits, the other fails with
+/// nothing committed and its history file removed (its check is stale: a
+/// commit resolved around it would publish people nobody checked
+/// together). Run again, it checks against version 1 and commits.
+#[test]
+fn of_two_runs_at_once_one_commits_and_the_other_is_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let day1 = visits(d, "day1.csv", 300, 0);
+    let day2a = visits(d, "day2a.csv", 325, 0);
+    // Patients 0..300 and 325..350: other new people than day2a's.
+    let text = std::fs::read_to_string(visits(d, "all.csv", 350, 0)).unwrap();
+    let day2b = d.join("day2b.csv");
+    std::fs::write(
+        &day2b,
+        text.lines()
+            .filter(|l| {
+                l.starts_with("patient_id")
+                    || l[1..6]
+                        .parse::<usize>()
+                        .is_ok_and(|p| !(300..325).contains(&p))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let history = d.join("history");
+    let job = job(
+        d,
+        &format!(
+            "mode = \"append\"\nhistory = {:?}",
+            history.to_str().unwrap()
+        ),
+    );
+    let table = d.join("visits");
+    let o = publish(&job, &day1, &table, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let barriers = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let children: Vec<_> = [&day2a, &day2b]
+        .iter()
+        .zip(&barriers)
+        .map(|(input, b)| {
+            std::fs::write(b.path().join("before-commit.wait"), b"").unwrap();
+            anonymize_cmd(&job, input, &table)
+                .env("KANON_PSEUDONYM_KEY", KEY)
+                .env("KANON_TEST_BARRIER", b.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for b in &barriers {
+        let at = b.path().join("before-commit");
+        let start = std::time::Instant::now();
+        while !at.exists() {
+            assert!(
+                start.elapsed().as_secs() < 240,
+                "{} never appeared",
+                at.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    for b in &barriers {
+        std::fs::remove_file(b.path().join("before-commit.wait")).unwrap();
+    }
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let won: Vec<bool> = outputs.iter().map(|o| o.status.success()).collect();
+    assert_eq!(
+        won.iter().filter(|&&w| w).count(),
+        1,
+        "{}\n{}",
+        show(&outputs[0]),
+        show(&outputs[1])
+    );
+    assert_eq!(versions(&table), vec![0, 1]);
+    let files = |dir: &Path| -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| std::fs::read_dir(e.unwrap().path()).unwrap().count())
+            .sum()
+    };
+    assert_eq!(files(&history), 2, "the loser's history file is removed");
+    // The loser again: checked against version 1, committed.
+    let loser = if won[0] { &day2b } else { &day2a };
+    let o = publish(&job, loser, &table, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(versions(&table), vec![0, 1, 2]);
+    let (v0, v2) = (classes(&table, 0), classes(&table, 2));
+    assert_eq!(singled_out(&v0, &v2, 5), (0, 0));
+    let people = |c: &Classes| c.values().map(|(_, p)| p.len()).sum::<usize>();
+    assert_eq!(people(&v2), 350);
+}
