@@ -302,6 +302,50 @@ fn person_values(
     }
 }
 
+/// The person of each row, numbered densely by the text of the entity
+/// column's value, batch after batch: how a table that was read (not
+/// encoded by pass 1) is recounted in people (`kanon_risk()`, `kanon
+/// inspect`).
+#[derive(Debug, Default)]
+pub struct PersonIds {
+    ids: FxHashMap<String, u32>,
+    of_row: Vec<u32>,
+}
+
+impl PersonIds {
+    /// Adds the rows of `batch`, whose column `column` names the person.
+    ///
+    /// # Errors
+    /// [`Error::Data`] when the column is missing or holds a null.
+    pub fn push(&mut self, column: &str, batch: &arrow::array::RecordBatch) -> Result<()> {
+        use arrow::array::AsArray;
+        let values = batch.column_by_name(column).ok_or_else(|| {
+            Error::data(
+                column,
+                "is not in the table: the people of `privacy.entity` cannot be counted",
+            )
+        })?;
+        let text = arrow::compute::cast(values, &arrow::datatypes::DataType::Utf8)?;
+        for v in text.as_string::<i32>().iter() {
+            let v = v.ok_or_else(|| {
+                Error::data(
+                    column,
+                    "holds a null: a row without a person cannot be counted",
+                )
+            })?;
+            let next = self.ids.len() as u32;
+            self.of_row
+                .push(*self.ids.entry(v.to_string()).or_insert(next));
+        }
+        Ok(())
+    }
+
+    /// The person of every row added.
+    pub fn finish(self) -> Vec<u32> {
+        self.of_row
+    }
+}
+
 /// A release by its labels ([`crate::verify::ReleaseVerifier::into_table`])
 /// as one row per person, for the people of its rows (`of_row`, any ids):
 /// what the verifier checks the models on.

@@ -78,14 +78,7 @@ pub struct IdentityCheck {
 impl IdentityCheck {
     /// The check of `spec`'s identifying and pseudonymised columns.
     pub fn new(spec: &JobSpec) -> IdentityCheck {
-        let k = spec
-            .privacy
-            .requirements
-            .iter()
-            .map(|r| r.k)
-            .chain([spec.privacy.k])
-            .max()
-            .unwrap_or(0);
+        let k = spec.strictest_k();
         IdentityCheck {
             columns: spec
                 .attributes

@@ -476,28 +476,15 @@ fn read_qis(
     let bar = ui.bar(what, dataset.rows);
     let mut columns = qis.to_vec();
     columns.extend(entity.map(String::from));
-    let mut ids: rustc_hash::FxHashMap<String, u32> = Default::default();
-    let mut of_row: Vec<u32> = Vec::new();
+    let mut people = kanon_engine::entity::PersonIds::default();
     for b in dataset.scan(storage, Some(dataset.projection(&columns)), false) {
         check_interrupt()?;
         let b = b?;
         encoder.push(&b)?;
         if let Some(column) = entity {
-            let values = b.column_by_name(column).ok_or_else(|| {
-                Failure::bad_input(format!(
-                    "{location} has no column `{column}` (the job's privacy.entity): the people cannot be counted"
-                ))
+            people.push(column, &b).map_err(|e| {
+                Failure::bad_input(format!("{location}: {e} (the job's privacy.entity)"))
             })?;
-            let text = arrow::compute::cast(values, &arrow::datatypes::DataType::Utf8)?;
-            for v in arrow::array::AsArray::as_string::<i32>(&text).iter() {
-                let v = v.ok_or_else(|| {
-                    Failure::bad_input(format!(
-                        "{location}: column `{column}` (the job's privacy.entity) holds a null: a row without a person cannot be counted"
-                    ))
-                })?;
-                let next = ids.len() as u32;
-                of_row.push(*ids.entry(v.to_string()).or_insert(next));
-            }
         }
         bar.inc(b.num_rows() as u64);
     }
@@ -507,7 +494,7 @@ fn read_qis(
     let Some(column) = entity else {
         return Ok((table, rows));
     };
-    let people = kanon_engine::entity::people_of_release(&table, &of_row).map_err(|e| {
+    let people = kanon_engine::entity::people_of_release(&table, &people.finish()).map_err(|e| {
         Failure::bad_input(format!(
             "kanon inspect counts the people of `{column}` (the job's privacy.entity) by their quasi-identifiers, and {e}; inspect the release instead (there a person's rows share one class), or count rows with a job whose `entity = \"row\"`"
         ))

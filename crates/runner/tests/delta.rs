@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -519,18 +518,6 @@ fn data_files_that_fail_verification_are_not_committed() {
     assert_eq!(local_data_files(&table), before);
     let o = run(kanon().args(["verify", "-c", "configs/adult.toml", "-i", t]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-}
-
-fn wait_for(p: &Path) {
-    let start = Instant::now();
-    while !p.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(240),
-            "{} never appeared",
-            p.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -507,16 +507,7 @@ fn of_two_runs_at_once_one_commits_and_the_other_is_rerun() {
         })
         .collect();
     for b in &barriers {
-        let at = b.path().join("before-commit");
-        let start = std::time::Instant::now();
-        while !at.exists() {
-            assert!(
-                start.elapsed().as_secs() < 240,
-                "{} never appeared",
-                at.display()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_for(&b.path().join("before-commit"));
     }
     for b in &barriers {
         std::fs::remove_file(b.path().join("before-commit.wait")).unwrap();

@@ -121,6 +121,16 @@ impl JobSpec {
         }
     }
 
+    /// The largest k the job asks for: `privacy.k` and the k of every
+    /// `<shield, k>` requirement.
+    pub fn strictest_k(&self) -> usize {
+        self.privacy
+            .requirements
+            .iter()
+            .map(|r| r.k)
+            .fold(self.privacy.k, usize::max)
+    }
+
     /// The column naming the person of each row (`privacy.entity` set to
     /// a column, not `"row"`): the privacy unit of [`crate::entity`].
     pub fn entity_column(&self) -> Option<&str> {

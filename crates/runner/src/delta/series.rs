@@ -92,17 +92,9 @@ impl Policy {
                     )
                     .into());
                 }
-                let k = spec
-                    .privacy
-                    .requirements
-                    .iter()
-                    .map(|r| r.k)
-                    .chain([spec.privacy.k])
-                    .max()
-                    .unwrap_or(2);
                 Ok(Policy::Checked {
                     state,
-                    k,
+                    k: spec.strictest_k(),
                     l: spec.privacy.l.unwrap_or(1),
                 })
             }

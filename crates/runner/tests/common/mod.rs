@@ -591,3 +591,16 @@ pub fn rewrite_same_size(path: &Path, needle: &[u8]) {
     bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
     std::fs::write(path, bytes).unwrap();
 }
+
+/// Waits until `p` exists (a test barrier reached), at most 240 s.
+pub fn wait_for(p: &Path) {
+    let start = Instant::now();
+    while !p.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "{} never appeared",
+            p.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -131,7 +131,13 @@ pub fn table_risk(
     // rows of each person collapse to one, and every figure below counts
     // people, as the verifier does.
     let table = match spec.entity_column() {
-        Some(column) => crate::entity::people_of_release(&table, &person_of_row(column, batches)?)?,
+        Some(column) => {
+            let mut people = crate::entity::PersonIds::default();
+            for b in batches {
+                people.push(column, b)?;
+            }
+            crate::entity::people_of_release(&table, &people.finish())?
+        }
         None => table,
     };
     let classes = EquivalenceClasses::of(&table);
@@ -361,37 +367,6 @@ fn column_ncp_sum(
             }
         })
         .sum())
-}
-
-/// Dense ids of the people of `column` over `batches` (by the text of each
-/// value).
-///
-/// # Errors
-/// [`Error::Data`] when the column is missing or holds a null.
-fn person_of_row(column: &str, batches: &[RecordBatch]) -> Result<Vec<u32>> {
-    use arrow::array::AsArray;
-    let mut ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut out = Vec::new();
-    for b in batches {
-        let values = b.column_by_name(column).ok_or_else(|| {
-            Error::data(
-                column,
-                "is not in the table: the people of `privacy.entity` cannot be counted",
-            )
-        })?;
-        let text = arrow::compute::cast(values, &arrow::datatypes::DataType::Utf8)?;
-        for v in text.as_string::<i32>().iter() {
-            let v = v.ok_or_else(|| {
-                Error::data(
-                    column,
-                    "holds a null: a row without a person cannot be counted",
-                )
-            })?;
-            let next = ids.len() as u32;
-            out.push(*ids.entry(v.to_string()).or_insert(next));
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
