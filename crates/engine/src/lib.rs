@@ -31,6 +31,7 @@ pub mod hierarchy;
 pub mod history;
 pub mod identities;
 pub mod job;
+pub mod memory;
 pub mod metrics;
 pub(crate) mod number;
 pub mod order;

@@ -3,7 +3,7 @@
 //!
 //! Precedence, lowest first: the job file, then environment variables
 //! `KANON_<SECTION>_<KEY>` (sections `INPUT`, `OUTPUT`, `PRIVACY`,
-//! `ALGORITHM`, `STORAGE`; e.g. `KANON_PRIVACY_K=5`,
+//! `ALGORITHM`, `STORAGE`, `RESOURCES`; e.g. `KANON_PRIVACY_K=5`,
 //! `KANON_PRIVACY_SUPPRESSION_LIMIT=0.02`, `KANON_STORAGE_ENDPOINT=...`),
 //! then `--set section.key=value` and the dedicated flags (`--k`,
 //! `--algorithm`, `--seed`, `--suppression-limit`, `--s3-endpoint`, ...).
@@ -31,7 +31,14 @@ use crate::storage::Location;
 use crate::JobArgs;
 
 /// The sections of a job file that environment variables may override.
-pub const ENV_SECTIONS: [&str; 5] = ["input", "output", "privacy", "algorithm", "storage"];
+pub const ENV_SECTIONS: [&str; 6] = [
+    "input",
+    "output",
+    "privacy",
+    "algorithm",
+    "storage",
+    "resources",
+];
 
 /// A loaded job: the spec, where its file lives, and its hierarchies.
 #[derive(Debug, Clone)]

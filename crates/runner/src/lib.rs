@@ -40,6 +40,7 @@ mod exit;
 mod generate;
 mod guard;
 mod inspect;
+mod memory;
 mod ops;
 mod publish;
 mod release;

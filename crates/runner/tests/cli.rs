@@ -499,7 +499,7 @@ fn memory_is_reported_per_row() {
     let log = stderr(&o);
     let line = log
         .lines()
-        .find(|l| l.contains(" memory "))
+        .find(|l| l.contains(" memory ") && l.contains("working_set_bytes="))
         .unwrap_or_else(|| panic!("no memory line:\n{}", show(&o)));
     assert!(
         line.contains("working_set_bytes=271458") && line.contains("working_set_bytes_per_row=9"),

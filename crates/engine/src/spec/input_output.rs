@@ -107,6 +107,21 @@ pub struct OutputSpec {
     pub unchecked_series: Option<bool>,
 }
 
+/// What the job may use of the machine (read by the front end, not the
+/// engine): the whole job's memory budget. The front end estimates the
+/// job's peak before reading the input and refuses a job whose estimate
+/// exceeds it, and holds the release's rows within what the budget leaves
+/// after the engine's working set (`output.buffer_memory` at most).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourcesSpec {
+    /// The job's memory budget, as a size such as `"4GB"`. Default: the
+    /// memory limit of the job's cgroup when it has one (a container's
+    /// limit), else 80 % of the machine's physical memory.
+    #[serde(default)]
+    pub memory: Option<String>,
+}
+
 /// Object storage settings (read by the front end, not the engine).
 /// Credentials never go here: they come from the usual AWS environment
 /// variables or profile files.

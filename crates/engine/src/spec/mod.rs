@@ -20,7 +20,7 @@ mod weaken;
 
 pub use algorithm::AlgorithmSpec;
 pub use attribute::{AttributeSpec, GeneralisationSpec, Kind, NullPolicy, Role, DEFAULT_KEY_ENV};
-pub use input_output::{InputSpec, OutputSpec, StorageSpec};
+pub use input_output::{InputSpec, OutputSpec, ResourcesSpec, StorageSpec};
 pub use privacy::{
     Diversity, MissingSensitive, PrivacySpec, RequirementSpec, DEFAULT_MISSING_VALUES, ENTITY_ROW,
 };
@@ -41,6 +41,9 @@ pub struct JobSpec {
     /// How to reach object storage (interpreted by the front end).
     #[serde(default)]
     pub storage: StorageSpec,
+    /// What the job may use of the machine (interpreted by the front end).
+    #[serde(default)]
+    pub resources: ResourcesSpec,
     /// Every column the job knows about. Columns of the input not listed here
     /// are an error unless `[columns] unlisted` says what they are
     /// ([`crate::columns`]).
@@ -73,6 +76,7 @@ impl JobSpec {
         spec.input = Default::default();
         spec.output = Default::default();
         spec.storage = Default::default();
+        spec.resources = Default::default();
         spec
     }
 

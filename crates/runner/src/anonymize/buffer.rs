@@ -109,6 +109,7 @@ pub(crate) struct Buffer {
     schema: SchemaRef,
     buckets: Vec<Bucket>,
     bytes: u64,
+    rows: u64,
 }
 
 impl Buffer {
@@ -118,12 +119,18 @@ impl Buffer {
             schema: schema.clone(),
             buckets: (0..buckets).map(|_| Bucket::default()).collect(),
             bytes: 0,
+            rows: 0,
         }
     }
 
     /// Bytes of the rows held (the arrays they were taken into).
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Rows held.
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows
     }
 
     /// Adds released rows and their groups, partitioned with `bucket_of`.
@@ -146,6 +153,7 @@ impl Buffer {
     pub(crate) fn add(&mut self, parts: Parts) -> Result<()> {
         self.bytes += parts.bytes;
         for (b, rows, g) in parts.parts {
+            self.rows += g.len() as u64;
             let bucket = &mut self.buckets[b];
             bucket.pieces.push(rows);
             bucket.groups.extend(g);
@@ -176,6 +184,7 @@ impl Buffer {
     /// buffer is emptied.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (usize, RecordBatch, Vec<u32>)> + '_ {
         self.bytes = 0;
+        self.rows = 0;
         self.buckets.iter_mut().enumerate().flat_map(|(b, bucket)| {
             let Bucket {
                 batches,

@@ -55,6 +55,7 @@ use crate::delta::series::{LeaveOut, Policy};
 use crate::delta::{DeltaOutput, Mode, Table};
 use crate::exit::Failure;
 use crate::guard::Reads;
+use crate::memory::{Budget, MemoryPlan, Phases, Sample, Shape};
 use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use crate::publish::{Published, Publisher, Target};
 use crate::release::{parse_size, ReleaseOptions};
@@ -115,6 +116,11 @@ pub struct AnonymizeArgs {
     /// kept, its provenance); written before the commit, like the release.
     #[arg(long, value_name = "FILE")]
     report: Option<std::path::PathBuf>,
+    /// The job's memory budget, e.g. 4GB (`resources.memory`; default the
+    /// container's cgroup limit, else 80 % of physical memory): a job whose
+    /// estimated peak exceeds it is refused before reading (exit 2).
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
     /// Stop the job (exit 124, nothing written) after this many seconds,
     /// wherever it is, the algorithm included.
     #[arg(long, value_name = "SECONDS")]
@@ -133,7 +139,8 @@ fn working_columns(spec: &JobSpec) -> Vec<String> {
 /// artefacts, the commit.
 pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let start = Instant::now();
-    let plan = Plan::new(args)?;
+    let mut phases = Phases::start();
+    let mut plan = Plan::new(args)?;
     let executor = args.workers.executor()?;
     let spec = &plan.job.spec;
     let leave_out = plan.leave_out()?;
@@ -144,6 +151,12 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         }
         first => first?,
     };
+    phases.end("pass1");
+    plan.buffer_memory = first.memory.buffer;
+    let (estimate_bytes, budget_bytes) = (
+        first.memory.estimate.peak(),
+        first.memory.budget.as_ref().map(|b| b.bytes),
+    );
     let privacy = Privacy::from_spec(spec)?;
     privacy
         .check_feasible(&first.qi)
@@ -207,6 +220,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     // release verifier fills up.
     drop(qi);
     drop(std::mem::take(&mut result.partition));
+    phases.end("algorithm");
     let mut options = plan.options.clone();
     options.metadata = report::provenance(
         spec,
@@ -230,6 +244,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         want_risk,
         ui,
     )?;
+    phases.end("pass2");
     let after = labels
         .map(|t| crate::report::release_view(&plan.job, &t))
         .transpose()?;
@@ -244,7 +259,13 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         read_s,
         write_s: t.elapsed().as_secs_f64(),
         total_s: start.elapsed().as_secs_f64(),
-        memory: report::Memory::of_run(working_set_bytes, rows_in),
+        memory: report::Memory::of_run(
+            working_set_bytes,
+            rows_in,
+            &phases,
+            Some(estimate_bytes),
+            budget_bytes,
+        ),
         risk: match (&before_risk, &after) {
             (Some(b), Some((_, a))) => Some((b, a)),
             _ => None,
@@ -373,8 +394,12 @@ struct Plan {
     signed_by: Option<String>,
     /// `--dry-run`: pass 1 only, which then keeps nothing for pass 2.
     dry_run: bool,
-    /// `output.buffer_memory`: the bytes of rows pass 2 holds in memory.
+    /// `output.buffer_memory`: the bytes of rows pass 2 holds in memory
+    /// (after pass 1: at most what the memory budget leaves).
     buffer_memory: u64,
+    /// The job's memory budget (`resources.memory`, the cgroup's limit or
+    /// a share of physical memory).
+    budget: Option<Budget>,
 }
 
 impl Plan {
@@ -402,6 +427,9 @@ impl Plan {
         let mut job_args = args.job.clone();
         if let Some(s) = &args.max_file_size {
             job_args.set.push(format!("output.max_file_size={s:?}"));
+        }
+        if let Some(s) = &args.memory {
+            job_args.set.push(format!("resources.memory={s:?}"));
         }
         let job = Job::load(&job_args)?;
         let spec = &job.spec;
@@ -490,6 +518,7 @@ impl Plan {
             Some(s) => parse_size("output.buffer_memory", s)?,
             None => DEFAULT_BUFFER_BYTES,
         };
+        let budget = Budget::of(spec)?;
         Ok(Plan {
             job,
             storage,
@@ -502,6 +531,7 @@ impl Plan {
             signed_by,
             dry_run: args.dry_run,
             buffer_memory,
+            budget,
         })
     }
 
@@ -570,11 +600,10 @@ impl Plan {
     /// column again. The estimate (twice the Parquet data's uncompressed
     /// size, or twice the CSV bytes) only chooses; pass 1 stops holding
     /// when the batches outgrow the budget.
-    fn hold(&self, dataset: &Dataset, unread: &[usize]) -> Option<u64> {
+    fn hold(&self, dataset: &Dataset, unread: &[usize], budget: u64) -> Option<u64> {
         if self.dry_run {
             return None;
         }
-        let budget = self.buffer_memory;
         let estimate = dataset.uncompressed_bytes(unread).unwrap_or(dataset.bytes);
         (estimate.saturating_mul(2) <= budget).then_some(budget)
     }
@@ -640,6 +669,8 @@ struct PassOne {
     /// out of this `append` release (`output.history`), and those people.
     left_out: (u64, usize),
     read_s: f64,
+    /// The memory plan: the budget, pass 2's buffer, the estimate.
+    memory: MemoryPlan,
 }
 
 /// An `append` with `output.history` whose input holds nobody new.
@@ -680,14 +711,51 @@ impl PassOne {
         )?;
         let mut encoder = encoder.expect("encoder");
         let unread = kanon_engine::recode::unread_columns(spec, &dataset.schema);
-        let mut held = plan.hold(&dataset, &unread).map(|budget| Held {
-            budget,
-            batches: Vec::new(),
-            bytes: 0,
-        });
         // Pass 1 also counts the identifying and pseudonymised columns:
         // repeated values may be one person's rows (kanon_engine::identities).
         let mut identities = kanon_engine::identities::IdentityCheck::new(spec);
+        let mut memory = {
+            let mut work = working_columns(spec);
+            let coded = dataset.projection(&work);
+            work.extend(identities.columns().map(String::from));
+            let work = dataset.projection(&work);
+            let kept: Vec<usize> = (0..dataset.schema.fields().len())
+                .filter(|i| !unread.contains(i))
+                .collect();
+            let sample = Sample::of(&dataset, &plan.storage)?;
+            let (readers, ahead_batches) = dataset.read_ahead();
+            let rows = dataset.estimated_rows(&plan.storage)?;
+            let shape = Shape {
+                rows,
+                work_row_bytes: sample.row_bytes(Some(&work)),
+                all_row_bytes: sample.row_bytes(None),
+                kept_row_bytes: sample.row_bytes(Some(&kept)),
+                ahead_batches,
+                readers,
+                row_group_rows: plan.options.row_group_rows as u64,
+                stored_row_bytes: dataset.bytes as f64 / rows.max(1) as f64,
+                code_bytes_per_row: sample.code_bytes_per_row(&coded, rows),
+            };
+            MemoryPlan::new(
+                spec,
+                shape,
+                plan.budget.clone(),
+                plan.buffer_memory,
+                |buffer| plan.hold(&dataset, &unread, buffer).is_some(),
+                &format!("job {} on input {input}", plan.job.path.display()),
+            )?
+        };
+        tracing::info!(
+            estimate = %memory.estimate.describe(),
+            budget = %memory.budget.as_ref().map_or("none (not Linux)".into(), Budget::describe),
+            buffer_memory = memory.buffer,
+            "memory planned before reading"
+        );
+        let mut held = memory.hold.then(|| Held {
+            budget: memory.buffer,
+            batches: Vec::new(),
+            bytes: 0,
+        });
         let projection = match held {
             Some(_) => None,
             None => {
@@ -762,6 +830,12 @@ impl PassOne {
         let identities = counted.unwrap_or_default();
         let qi = encoder.finish().with_context(|| plan.misfit())?;
         warn_variants(&qi);
+        memory.recheck(
+            spec,
+            rows_in,
+            qi.heap_bytes() as u64,
+            &format!("job {} on input {input}", plan.job.path.display()),
+        )?;
         let read_s = t.elapsed().as_secs_f64();
         tracing::info!(
             rows = rows_in,
@@ -778,6 +852,7 @@ impl PassOne {
             identities,
             left_out: (left_rows, left_people.len()),
             read_s,
+            memory,
         })
     }
 }
@@ -883,8 +958,12 @@ fn pass_two<'p>(
     barrier("between-passes")?;
     let mut writer = Publisher::create(&plan.storage, plan.target(), out_schema.clone(), options)?;
     let sort_rows = releaser.bucket_rows();
-    let spill_bucket = spill_buckets(&sort_rows, buffer_rows);
-    let n_spilled = spill_bucket.last().map_or(0, |&b| b + 1);
+    // The spilled bucket of every bucket: none until the release outgrows
+    // the buffer (then as many rows as the buffer holds at the bytes per
+    // row seen so far, `output.buffer_rows` at most), so a spilled bucket
+    // read back fits in the buffer. Which buckets share a spill file never
+    // changes the bytes written.
+    let mut spill_bucket: Vec<usize> = vec![0; sort_rows.len()];
     let mut held = Buffer::new(&out_schema, sort_rows.len());
     let mut spill: Option<Spill> = None;
     let bar = ui.bar("pass 2/2", Some(rows_in));
@@ -901,9 +980,19 @@ fn pass_two<'p>(
             for p in parts {
                 held.add(p)?;
             }
-            if held.bytes() > budget && n_spilled > 1 {
+            let per_row = held.bytes() / held.rows().max(1);
+            let fit = (budget / per_row.max(1)).min(buffer_rows).max(1);
+            let n_spilled = match held.bytes() > budget {
+                true => {
+                    spill_bucket = spill_buckets(&sort_rows, fit);
+                    spill_bucket.last().map_or(0, |&b| b + 1)
+                }
+                false => 1,
+            };
+            if n_spilled > 1 {
                 tracing::info!(
                     held_bytes = held.bytes(),
+                    held_rows = held.rows(),
                     buffer_memory = budget,
                     buckets = n_spilled,
                     "the release outgrows output.buffer_memory: spilling it in buckets"

@@ -12,7 +12,8 @@ use kanon_engine::Anonymization;
 
 use super::{PassOne, Plan};
 use crate::artefact::Artefact;
-use crate::ops::{peak_rss_bytes, Ui};
+use crate::memory::Phases;
+use crate::ops::Ui;
 use crate::storage::Location;
 
 /// A finished run, before its commit: what the summary, the logs and the
@@ -93,6 +94,8 @@ impl Run<'_> {
             working_set_bytes_per_row = memory.working_set_bytes_per_row,
             peak_rss_bytes = memory.peak_rss_bytes,
             peak_rss_bytes_per_row = memory.peak_rss_bytes_per_row,
+            estimate_bytes = memory.estimate_bytes,
+            budget_bytes = memory.budget_bytes,
             "memory"
         );
     }
@@ -210,31 +213,70 @@ pub(super) fn dry_run(ui: &Ui, plan: &Plan, first: &PassOne, privacy: &Privacy) 
             privacy.describe(),
             first.qi.n_qi()
         );
+        let m = &first.memory;
+        outln!("  memory        {}", m.estimate.describe());
+        if let Some(b) = &m.budget {
+            outln!("  budget        {}", b.describe());
+        }
         outln!("  ok            nothing was written");
     }
     tracing::info!(input = %plan.input, rows = first.rows_in, "dry run passed");
 }
 
-/// Memory of a run: the encoded working set and the process's peak resident
-/// set (Linux only), in bytes and per input row. Sizes only, never data.
+/// Memory of a run: the encoded working set, the process's peak resident
+/// set (Linux only), in bytes and per input row, each phase's peak, and the
+/// estimate and budget the run was checked against before reading. Sizes
+/// only, never data.
 #[derive(Debug, serde::Serialize)]
 pub(super) struct Memory {
     working_set_bytes: u64,
     working_set_bytes_per_row: f64,
     peak_rss_bytes: Option<u64>,
     peak_rss_bytes_per_row: Option<f64>,
+    /// Peak RSS of each phase (`pass1`, `algorithm`, `pass2`, ...).
+    phases: Vec<PhasePeak>,
+    /// The estimate of the peak made before reading.
+    estimate_bytes: Option<u64>,
+    /// The job's memory budget.
+    budget_bytes: Option<u64>,
+}
+
+/// One phase's peak RSS.
+#[derive(Debug, serde::Serialize)]
+struct PhasePeak {
+    phase: &'static str,
+    peak_rss_bytes: u64,
 }
 
 impl Memory {
-    /// Reads the peak RSS now, at the end of a run over `rows` rows.
-    pub(super) fn of_run(working_set_bytes: u64, rows: u64) -> Memory {
+    /// The memory of a run over `rows` rows, at its end.
+    pub(super) fn of_run(
+        working_set_bytes: u64,
+        rows: u64,
+        phases: &Phases,
+        estimate_bytes: Option<u64>,
+        budget_bytes: Option<u64>,
+    ) -> Memory {
         let per_row = |bytes: u64| bytes as f64 / rows.max(1) as f64;
-        let peak_rss_bytes = peak_rss_bytes();
+        let peak_rss_bytes = phases.peak();
         Memory {
             working_set_bytes,
             working_set_bytes_per_row: per_row(working_set_bytes),
             peak_rss_bytes,
             peak_rss_bytes_per_row: peak_rss_bytes.map(per_row),
+            phases: match phases.separate() {
+                true => phases
+                    .peaks()
+                    .iter()
+                    .map(|&(phase, peak_rss_bytes)| PhasePeak {
+                        phase,
+                        peak_rss_bytes,
+                    })
+                    .collect(),
+                false => Vec::new(),
+            },
+            estimate_bytes,
+            budget_bytes,
         }
     }
 }

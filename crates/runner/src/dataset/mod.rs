@@ -132,6 +132,26 @@ impl Dataset {
         Some(total)
     }
 
+    /// The rows of the dataset before reading it: exact for Parquet (the
+    /// footers), estimated for CSV from the lines in the first MiB of the
+    /// first file against the bytes of all.
+    pub fn estimated_rows(&self, storage: &Storage) -> Result<u64> {
+        if let Some(rows) = self.rows {
+            return Ok(rows);
+        }
+        let Some(first) = self.files.first() else {
+            return Ok(0);
+        };
+        let mut head = Vec::with_capacity(1 << 20);
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(storage.open_read(&first.meta.location)?, 1 << 20),
+            &mut head,
+        )?;
+        let lines = head.iter().filter(|&&b| b == b'\n').count().max(1) as u64;
+        let bytes_per_line = (head.len() as u64).div_ceil(lines).max(1);
+        Ok(self.bytes.div_ceil(bytes_per_line))
+    }
+
     /// The number of files.
     pub fn n_files(&self) -> usize {
         self.files.len()

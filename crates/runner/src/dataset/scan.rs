@@ -66,6 +66,21 @@ impl Dataset {
         })
     }
 
+    /// How [`Dataset::with_read_ahead`] will read: `(readers, batches each
+    /// decodes ahead)`, for the memory estimate.
+    pub fn read_ahead(&self) -> (u64, u64) {
+        match self.local_row_groups() {
+            Some(units) => {
+                let most_rows = units.iter().map(|u| u.2).max().unwrap_or(0);
+                (
+                    PARALLEL_READERS as u64,
+                    (most_rows.div_ceil(BATCH_ROWS) + 1) as u64,
+                )
+            }
+            None => (1, READ_AHEAD_BATCHES as u64),
+        }
+    }
+
     /// Every row group of a dataset of local Parquet files, in scan order
     /// (file, row group, its rows), when there are several to read side by
     /// side.
