@@ -164,6 +164,8 @@ fn a_job_that_fits_keeps_within_its_budget_and_publishes_the_same_bytes() {
     assert_eq!(memory["budget_bytes"], 300u64 << 20, "{memory}");
     let estimate = memory["estimate_bytes"].as_u64().unwrap();
     assert!(estimate > 0 && estimate <= 300 << 20, "{memory}");
+    let before = memory["estimate_before_reading_bytes"].as_u64().unwrap();
+    assert!(before > 0 && before <= 300 << 20, "{memory}");
     let phases: Vec<&str> = memory["phases"]
         .as_array()
         .unwrap()

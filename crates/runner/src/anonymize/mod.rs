@@ -153,8 +153,8 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     };
     phases.end("pass1");
     plan.buffer_memory = first.memory.buffer;
-    let (estimate_bytes, budget_bytes) = (
-        first.memory.estimate.peak(),
+    let (estimates, budget_bytes) = (
+        (first.memory.before_reading, first.memory.estimate.peak()),
         first.memory.budget.as_ref().map(|b| b.bytes),
     );
     let privacy = Privacy::from_spec(spec)?;
@@ -263,7 +263,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             working_set_bytes,
             rows_in,
             &phases,
-            Some(estimate_bytes),
+            Some(estimates),
             budget_bytes,
         ),
         risk: match (&before_risk, &after) {

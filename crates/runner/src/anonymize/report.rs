@@ -94,6 +94,7 @@ impl Run<'_> {
             working_set_bytes_per_row = memory.working_set_bytes_per_row,
             peak_rss_bytes = memory.peak_rss_bytes,
             peak_rss_bytes_per_row = memory.peak_rss_bytes_per_row,
+            estimate_before_reading_bytes = memory.estimate_before_reading_bytes,
             estimate_bytes = memory.estimate_bytes,
             budget_bytes = memory.budget_bytes,
             "memory"
@@ -236,6 +237,8 @@ pub(super) struct Memory {
     /// Peak RSS of each phase (`pass1`, `algorithm`, `pass2`, ...).
     phases: Vec<PhasePeak>,
     /// The estimate of the peak made before reading.
+    estimate_before_reading_bytes: Option<u64>,
+    /// The estimate again after pass 1 (exact rows and code widths).
     estimate_bytes: Option<u64>,
     /// The job's memory budget.
     budget_bytes: Option<u64>,
@@ -254,7 +257,7 @@ impl Memory {
         working_set_bytes: u64,
         rows: u64,
         phases: &Phases,
-        estimate_bytes: Option<u64>,
+        estimates: Option<(u64, u64)>,
         budget_bytes: Option<u64>,
     ) -> Memory {
         let per_row = |bytes: u64| bytes as f64 / rows.max(1) as f64;
@@ -275,7 +278,8 @@ impl Memory {
                     .collect(),
                 false => Vec::new(),
             },
-            estimate_bytes,
+            estimate_before_reading_bytes: estimates.map(|e| e.0),
+            estimate_bytes: estimates.map(|e| e.1),
             budget_bytes,
         }
     }

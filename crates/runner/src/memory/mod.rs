@@ -43,8 +43,10 @@ pub(crate) struct MemoryPlan {
     pub hold: bool,
     /// The run's shape, as measured before reading.
     pub shape: Shape,
-    /// The estimated peak.
+    /// The estimated peak (after pass 1: with the exact rows and codes).
     pub estimate: Estimate,
+    /// The estimated peak before any row was read.
+    pub before_reading: u64,
 }
 
 impl MemoryPlan {
@@ -71,6 +73,7 @@ impl MemoryPlan {
                 buffer,
                 hold,
                 shape,
+                before_reading: estimate.peak(),
                 estimate,
             });
         };
@@ -96,6 +99,7 @@ impl MemoryPlan {
             buffer,
             hold,
             shape,
+            before_reading: estimate.peak(),
             estimate,
         })
     }
