@@ -943,7 +943,8 @@ fn corrupt_data_found_in_pass_two_leaves_nothing() {
         &input,
         &[RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()],
     );
-    // Pass 1 does not read `extra`; pass 2 does and fails.
+    // Pass 1 does not read `extra`; the sample of the memory estimate (the
+    // first batch of every column) or pass 2 does, and fails.
     corrupt_column(&input, "extra");
     let out_dir = dir.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();

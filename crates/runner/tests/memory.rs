@@ -158,6 +158,19 @@ fn a_job_that_fits_keeps_within_its_budget_and_publishes_the_same_bytes() {
         std::fs::read(&tight).unwrap(),
         "the budget changes how the release is buffered, never its bytes"
     );
+    // A job's own small buffer is not a budget too small: it spills.
+    let small = dir.path().join("small.parquet");
+    let o = run(anonymize_cmd(&job, &input, &small).args([
+        "--set",
+        "output.buffer_memory=\"64kB\"",
+        "--memory",
+        "300MB",
+    ]));
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(
+        std::fs::read(&free).unwrap(),
+        std::fs::read(&small).unwrap()
+    );
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&metrics).unwrap()).unwrap();
     let memory = &m["memory"];

@@ -26,8 +26,9 @@ pub(crate) fn human(bytes: u64) -> String {
 }
 
 /// Less than this left for pass 2's buffer once the rest of the job is
-/// counted, and the job is refused: spilling every few thousand rows would
-/// take hours, and the estimate's margin is gone.
+/// counted (or than the job's own `output.buffer_memory`, when smaller),
+/// and the job is refused: spilling every few thousand rows would take
+/// hours, and the estimate's margin is gone.
 const MIN_BUFFER: u64 = 32 << 20;
 
 /// The memory plan of a run, made before any row is read: the budget, the
@@ -83,10 +84,13 @@ impl MemoryPlan {
         let room = b
             .bytes
             .saturating_sub(Estimate::of(spec, &shape, 0, false).peak());
+        // The budget may lower the buffer the job asks for, down to
+        // MIN_BUFFER (or the job's own, when smaller), not below.
+        let needed = buffer.min(MIN_BUFFER);
         let buffer = buffer.min(room);
         let hold = hold(buffer);
-        let estimate = Estimate::of(spec, &shape, buffer.max(MIN_BUFFER), hold);
-        if buffer < MIN_BUFFER || estimate.peak() > b.bytes {
+        let estimate = Estimate::of(spec, &shape, buffer.max(needed), hold);
+        if buffer < needed || estimate.peak() > b.bytes {
             return Err(Failure::bad_input(format!(
                 "{what} is estimated to need {} of memory, more than its budget of {}; nothing was read or written. Give it more (`resources.memory` in the job, `--memory`, or a larger container limit), or make it smaller: fewer quasi-identifiers or sensitive columns, `algorithm.block_size` for an algorithm that runs on the whole table, `--workers` for a block-wise run, or smaller Parquet row groups in the input",
                 estimate.describe(),
