@@ -201,7 +201,7 @@ fn a_job_that_fits_keeps_within_its_budget_and_publishes_the_same_bytes() {
     let s = stdout(&o);
     assert!(s.contains("memory") && s.contains("at its peak, in"), "{s}");
     assert!(
-        s.contains("budget        4.0 GiB (resources.memory = \"4GB\")"),
+        s.contains("budget        4.00 GiB (resources.memory = \"4GB\")"),
         "{s}"
     );
 }

@@ -733,7 +733,6 @@ impl PassOne {
                 ahead_batches,
                 readers,
                 row_group_rows: plan.options.row_group_rows as u64,
-                stored_row_bytes: dataset.bytes as f64 / rows.max(1) as f64,
                 code_bytes_per_row: sample.code_bytes_per_row(&coded, rows),
             };
             MemoryPlan::new(

@@ -30,10 +30,11 @@ const GROWING_CODES: f64 = 1.5;
 /// buffer: the columns kept from the input plus this share of the rest.
 const RELEASE_LABEL_SHARE: f64 = 0.5;
 
-/// Encoded bytes of the row group being written against the input file's
-/// bytes per row (a release's labels compress less than the input's
-/// values), plus the batches in flight to the writer.
-const WRITTEN_ROW_FACTOR: f64 = 1.5;
+/// Encoded bytes of the row group being written against its rows' bytes
+/// as Arrow arrays (zstd pages of repeated labels; 0.3 of them measured on
+/// generated Adult rows, with a margin for the pages being encoded), plus
+/// the batches in flight to the writer.
+const WRITTEN_ROW_FACTOR: f64 = 0.45;
 
 /// What the allocator keeps of what the phase before freed (blocks freed
 /// among live ones, which `malloc_trim` cannot hand back): a share of that
@@ -131,8 +132,6 @@ pub(crate) struct Shape {
     pub readers: u64,
     /// Rows per row group of the release.
     pub row_group_rows: u64,
-    /// Bytes per row of the input as stored (compressed).
-    pub stored_row_bytes: f64,
     /// The codes' bytes per row (estimated before reading, exact after).
     pub code_bytes_per_row: f64,
 }
@@ -163,11 +162,11 @@ impl Estimate {
         };
         // The release's rows: the columns kept from the input (shared with
         // the held input's arrays) and the QIs' labels.
-        let release =
-            (rows * (shape.kept_row_bytes + RELEASE_LABEL_SHARE * shape.work_row_bytes)) as u64;
+        let release_row_bytes = shape.kept_row_bytes + RELEASE_LABEL_SHARE * shape.work_row_bytes;
+        let release = (rows * release_row_bytes) as u64;
         let buffered = release.min(buffer);
         let writing = ((shape.row_group_rows as f64).min(rows)
-            * shape.stored_row_bytes
+            * release_row_bytes
             * WRITTEN_ROW_FACTOR) as u64
             + (2.0 * batch_rows * shape.all_row_bytes) as u64;
         let read1 = reading(match hold {

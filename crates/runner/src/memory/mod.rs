@@ -19,7 +19,7 @@ pub(crate) fn human(bytes: u64) -> String {
     const MIB: f64 = (1u64 << 20) as f64;
     let b = bytes as f64;
     if b >= GIB {
-        format!("{:.1} GiB", b / GIB)
+        format!("{:.2} GiB", b / GIB)
     } else {
         format!("{:.0} MiB", b / MIB)
     }
