@@ -24,6 +24,10 @@ const PROCESS_BYTES: u64 = 32 << 20;
 /// capacity when full, so up to twice the codes are allocated.
 const GROWING_CODES: f64 = 1.5;
 
+/// What the allocator keeps of pass 2's buffer once it is drained to spill
+/// files (fitted on 100M rows: 1 GiB and 2 GiB buffers).
+const SPILLED_BUFFER_KEPT: f64 = 0.5;
+
 /// A released row's labels against its QI and sensitive values as read
 /// (generalised labels repeat and are shorter than most values: 0.49
 /// measured on generated Adult rows), for the release's rows in pass 2's
@@ -165,6 +169,13 @@ impl Estimate {
         let release_row_bytes = shape.kept_row_bytes + RELEASE_LABEL_SHARE * shape.work_row_bytes;
         let release = (rows * release_row_bytes) as u64;
         let buffered = release.min(buffer);
+        // A release larger than the buffer is spilled: the buffer, drained
+        // to spill files, is freed in pieces the allocator partly keeps
+        // while the spilled buckets are read back.
+        let spilled = match release > buffer {
+            true => (buffer as f64 * SPILLED_BUFFER_KEPT) as u64,
+            false => 0,
+        };
         let writing = ((shape.row_group_rows as f64).min(rows)
             * release_row_bytes
             * WRITTEN_ROW_FACTOR) as u64
@@ -196,6 +207,7 @@ impl Estimate {
             ("batches decoded ahead", read2),
             ("release check", ws.release),
             ("release rows buffered", buffered),
+            ("spilled buffer, kept by the allocator", spilled),
             ("row group being written", writing),
             (
                 "freed by the algorithm, kept by the allocator",
