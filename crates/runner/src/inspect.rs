@@ -32,6 +32,10 @@ pub struct InspectArgs {
     /// Quasi-identifiers to measure the risk of (comma-separated).
     #[arg(long, value_delimiter = ',')]
     qi: Vec<String>,
+    /// A table in memory to inspect instead of `file` (which then only
+    /// names it): the Python package's `kanon.risk(table, ...)`.
+    #[arg(skip)]
+    pub(crate) table: Option<crate::dataset::MemoryTable>,
     /// Take the quasi-identifiers, CSV and storage settings from this job.
     #[arg(long, short = 'c')]
     config: Option<std::path::PathBuf>,
@@ -237,18 +241,20 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
     let storage = Storage::new(&storage_spec);
     let location = Location::parse(&args.file)?;
     let delta = match input_spec.format.as_deref() {
+        _ if args.table.is_some() => false,
         Some("delta") => true,
         None => crate::dataset::is_delta_table(&storage, &location)?,
         Some(_) => false,
     };
-    let (dataset, history) = match delta {
-        true => {
+    let (dataset, history) = match (&args.table, delta) {
+        (Some(t), _) => (Dataset::in_memory(t)?, None),
+        (None, true) => {
             let table = crate::delta::Table::at(&storage, &location)?;
             let history = crate::delta::history(&storage, &table)?;
             let dataset = Dataset::open_delta(&storage, &location, input_spec.version, true)?;
             (dataset, Some((table, history)))
         }
-        false => (Dataset::open(&storage, &location, &input_spec)?, None),
+        (None, false) => (Dataset::open(&storage, &location, &input_spec)?, None),
     };
     let columns = dataset
         .schema

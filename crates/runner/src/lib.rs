@@ -13,10 +13,10 @@
 /// ... | head -1`, a reader that went away) must not turn a job whose
 /// release is already committed into a crash (exit 101). What could not be
 /// printed is dropped; the exit code still says how the job ended.
+/// An embedded run keeps the lines instead (`ops::capture_output`).
 macro_rules! outln {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        $crate::ops::out_line(format_args!($($arg)*));
     }};
 }
 
@@ -36,6 +36,7 @@ mod cluster;
 mod config;
 mod dataset;
 mod delta;
+pub mod embed;
 mod exit;
 mod generate;
 mod guard;
@@ -57,6 +58,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+pub use crate::dataset::MemoryTable;
 
 use crate::config::Override;
 use crate::ops::{LogFormat, Ui};

@@ -4,7 +4,7 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -33,6 +33,10 @@ pub struct Ui {
     pub format: LogFormat,
     /// Whether progress bars are drawn.
     pub progress: bool,
+    /// Whether the bar or spinner on show is published for a watcher on
+    /// another thread ([`progress_now`]; the Python package's callback)
+    /// instead of drawn.
+    pub watched: bool,
 }
 
 impl Ui {
@@ -92,11 +96,40 @@ impl Ui {
             quiet,
             format,
             progress: !quiet && format == LogFormat::Text && std::io::stderr().is_terminal(),
+            watched: false,
         }
+    }
+
+    /// An embedded run's settings (the Python package): nothing drawn on
+    /// the terminal, the summary kept for the caller ([`capture_output`]),
+    /// and the progress published for a watcher ([`progress_now`]). Logs
+    /// go to stderr at warning level (set up once per process).
+    pub fn embedded() -> Ui {
+        let ui = Ui::init(false, 0, LogFormat::Text);
+        Ui {
+            progress: false,
+            watched: true,
+            ..ui
+        }
+    }
+
+    /// A hidden bar published as the one on show, when watched.
+    fn watch(&self, label: &str, pb: ProgressBar) -> ProgressBar {
+        pb.set_prefix(label.to_string());
+        if let Ok(mut w) = WATCHED.lock() {
+            *w = Some(pb.clone());
+        }
+        pb
     }
 
     /// A progress bar for a pass (hidden when not on a terminal).
     pub fn bar(&self, label: &str, total: Option<u64>) -> ProgressBar {
+        if self.watched {
+            return self.watch(
+                label,
+                ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden()),
+            );
+        }
         if !self.progress {
             return ProgressBar::hidden();
         }
@@ -121,6 +154,11 @@ impl Ui {
 
     /// A spinner for a step without a row count (the algorithm).
     pub fn spinner(&self, label: &str, message: String) -> ProgressBar {
+        if self.watched {
+            let pb = self.watch(label, ProgressBar::hidden());
+            pb.set_message(message);
+            return pb;
+        }
         if !self.progress {
             return ProgressBar::hidden();
         }
@@ -178,19 +216,112 @@ fn parse_vm_hwm(status: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The bar or spinner on show in a watched run ([`Ui::embedded`]).
+static WATCHED: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// Where a watched run is: what [`progress_now`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgressNow {
+    /// The step: `pass 1/2`, `algorithm`, `pass 2/2`.
+    pub step: String,
+    /// Rows done in a pass; the engine's phase and count in the algorithm
+    /// are in `message`.
+    pub done: u64,
+    /// Rows in all, when known.
+    pub total: Option<u64>,
+    /// The algorithm's own report (`kaca on 32561 rows: blocks 3/10`).
+    pub message: String,
+}
+
+/// The progress of the watched run on show, if any: read by another
+/// thread (the Python package calls its callback with it).
+pub fn progress_now() -> Option<ProgressNow> {
+    let w = WATCHED.lock().ok()?;
+    let pb = w.as_ref()?;
+    Some(ProgressNow {
+        step: pb.prefix(),
+        done: pb.position(),
+        total: pb.length(),
+        message: pb.message(),
+    })
+}
+
 static INTERRUPTED_FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 /// Set (with the flag above) when the signal was SIGTERM.
 static TERMINATED_FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-/// The job's time limit (`--timeout`).
-static DEADLINE: OnceLock<(std::time::Instant, f64)> = OnceLock::new();
+/// The job's time limit (`--timeout`): a lock, not a cell, so that a
+/// process running job after job (the Python package) starts each afresh.
+static DEADLINE: Mutex<Option<(std::time::Instant, f64)>> = Mutex::new(None);
+
+fn deadline() -> Option<(std::time::Instant, f64)> {
+    DEADLINE.lock().ok().and_then(|d| *d)
+}
 
 /// Sets the job's time limit: past it, [`check_interrupt`] and the
 /// algorithms' [`cancellation`] token stop the job (exit 124).
 pub fn set_timeout(seconds: f64) {
-    let _ = DEADLINE.set((
-        std::time::Instant::now() + Duration::from_secs_f64(seconds.max(0.0)),
-        seconds,
-    ));
+    if let Ok(mut d) = DEADLINE.lock() {
+        *d = Some((
+            std::time::Instant::now() + Duration::from_secs_f64(seconds.max(0.0)),
+            seconds,
+        ));
+    }
+}
+
+/// Asks the running job to stop, as Ctrl-C does (exit 130, nothing
+/// written): the Python package calls it on `KeyboardInterrupt`.
+pub fn interrupt() {
+    INTERRUPTED_FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .store(true, Ordering::SeqCst);
+}
+
+/// Clears what a previous job of the process left: the interrupt, the time
+/// limit and the progress on show. For embedders that run job after job;
+/// the command line runs one.
+pub fn start_job() {
+    if let Some(f) = INTERRUPTED_FLAG.get() {
+        f.store(false, Ordering::SeqCst);
+    }
+    if let Some(f) = TERMINATED_FLAG.get() {
+        f.store(false, Ordering::SeqCst);
+    }
+    if let Ok(mut d) = DEADLINE.lock() {
+        *d = None;
+    }
+    if let Ok(mut w) = WATCHED.lock() {
+        *w = None;
+    }
+}
+
+thread_local! {
+    /// What `outln!` printed on this thread while captured.
+    static CAPTURED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with what it prints on standard output (`outln!`, on this
+/// thread) kept and returned instead: an embedded run's summary.
+pub fn capture_output<T>(f: impl FnOnce() -> T) -> (T, String) {
+    CAPTURED.with(|c| *c.borrow_mut() = Some(String::new()));
+    let out = f();
+    let text = CAPTURED.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    (out, text)
+}
+
+/// A line for standard output, or for the capture of [`capture_output`].
+pub(crate) fn out_line(line: std::fmt::Arguments<'_>) {
+    let kept = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
+        Some(s) => {
+            use std::fmt::Write as _;
+            let _ = writeln!(s, "{line}");
+            true
+        }
+        None => false,
+    });
+    if !kept {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
 }
 
 /// The token the engine's algorithms check in their inner loops: fired by
@@ -200,8 +331,8 @@ pub fn cancellation() -> kanon_engine::cancel::Cancellation {
         .get_or_init(|| Arc::new(AtomicBool::new(false)))
         .clone();
     let c = kanon_engine::cancel::Cancellation::from_flag(flag);
-    match DEADLINE.get() {
-        Some((deadline, _)) => c.with_deadline(*deadline),
+    match deadline() {
+        Some((deadline, _)) => c.with_deadline(deadline),
         None => c,
     }
 }
@@ -252,8 +383,8 @@ pub fn check_interrupt() -> Result<()> {
         )
         .into());
     }
-    if let Some((deadline, seconds)) = DEADLINE.get() {
-        if std::time::Instant::now() >= *deadline {
+    if let Some((deadline, seconds)) = deadline() {
+        if std::time::Instant::now() >= deadline {
             return Err(Failure::new(
                 TIMED_OUT,
                 format!("the job ran past its time limit (--timeout {seconds} s); nothing was written and temporary files were removed"),

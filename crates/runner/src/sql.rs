@@ -237,6 +237,10 @@ async fn register(
             }
             ctx.register_csv(&t.name, &url, options).await
         }
+        Format::Arrow => bail!(
+            "--table {}={url}: a table in memory is not a file (a bug in kanon)",
+            t.name
+        ),
     }
     .with_context(|| format!("cannot register table {} from {url}", t.name))
 }

@@ -125,6 +125,26 @@ pub struct AnonymizeArgs {
     /// wherever it is, the algorithm included.
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<f64>,
+    /// A table in memory to read instead of `input.path` (an embedder's
+    /// data: the Python package's `kanon.anonymize(table, ...)`).
+    #[arg(skip)]
+    pub(crate) table: Option<crate::dataset::MemoryTable>,
+}
+
+/// What a job reads: stored files, or a table in memory.
+#[derive(Debug)]
+enum Input {
+    Stored(Location),
+    Memory(crate::dataset::MemoryTable),
+}
+
+impl std::fmt::Display for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::Stored(l) => l.fmt(f),
+            Input::Memory(t) => f.write_str(&t.label),
+        }
+    }
 }
 
 /// The QI and sensitive columns of a job (what pass 1 reads).
@@ -381,7 +401,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
 struct Plan {
     job: Job,
     storage: Storage,
-    input: Location,
+    input: Input,
     output: Location,
     options: ReleaseOptions,
     pseudonymiser: Pseudonymiser,
@@ -434,18 +454,23 @@ impl Plan {
         let job = Job::load(&job_args)?;
         let spec = &job.spec;
         let storage = Storage::new(&spec.storage);
-        let input = job.input(args.input.as_deref())?;
+        let input = match &args.table {
+            Some(t) => Input::Memory(t.clone()),
+            None => Input::Stored(job.input(args.input.as_deref())?),
+        };
         let output = job.output(args.output.as_deref())?;
-        if output.overlaps(&input) {
-            return Err(Failure::bad_input(format!(
-                "output {output} is, contains or lies inside the input {input}: writing it could overwrite the input or be read back as input by the next run; choose an --output outside the input"
-            ))
-            .into());
-        }
         // Nothing the run writes may land on what it reads (the job file,
         // the hierarchies, the population), nor on another of its outputs.
         let mut reads = Reads::of_job(&job)?;
-        reads.add("the input", input.clone());
+        if let Input::Stored(input) = &input {
+            if output.overlaps(input) {
+                return Err(Failure::bad_input(format!(
+                    "output {output} is, contains or lies inside the input {input}: writing it could overwrite the input or be read back as input by the next run; choose an --output outside the input"
+                ))
+                .into());
+            }
+            reads.add("the input", input.clone());
+        }
         reads.claim("the release (--output, output.path)", output.clone())?;
         for (flag, path) in [
             ("the metrics JSON (--metrics-json)", &args.metrics_json),
@@ -697,7 +722,10 @@ impl PassOne {
     fn read(plan: &Plan, leave_out: Option<&LeaveOut>, ui: &Ui) -> Result<PassOne> {
         let (spec, input) = (&plan.job.spec, &plan.input);
         let t = Instant::now();
-        let dataset = Dataset::open(&plan.storage, input, &spec.input_spec())?;
+        let dataset = match input {
+            Input::Stored(at) => Dataset::open(&plan.storage, at, &spec.input_spec())?,
+            Input::Memory(t) => Dataset::in_memory(t)?,
+        };
         let fits = |r: Result<(), Error>| r.with_context(|| plan.misfit());
         fits(kanon_engine::columns::check(
             spec,
@@ -1132,7 +1160,7 @@ fn spill_buckets(sort_rows: &[u64], max_rows: u64) -> Vec<usize> {
     out
 }
 
-fn changed(input: &Location, pass1: u64, pass2: usize) -> anyhow::Error {
+fn changed(input: &Input, pass1: u64, pass2: usize) -> anyhow::Error {
     Failure::bad_input(format!(
         "input {input} changed between the passes: pass 1 read {pass1} rows, pass 2 found {pass2} or more; nothing was written, run the job again"
     ))

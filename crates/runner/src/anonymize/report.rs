@@ -201,9 +201,12 @@ pub(super) fn dry_run(ui: &Ui, plan: &Plan, first: &PassOne, privacy: &Privacy) 
             plan.input,
             plan.output
         );
+        let files = match first.dataset.is_in_memory() {
+            true => String::new(),
+            false => format!("{} file(s), ", first.dataset.n_files()),
+        };
         outln!(
-            "  input         {} file(s), {}, {} rows, {} columns",
-            first.dataset.n_files(),
+            "  input         {files}{}, {} rows, {} columns",
             first.dataset.format.name(),
             first.rows_in,
             first.dataset.schema.fields().len()

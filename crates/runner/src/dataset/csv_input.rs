@@ -79,6 +79,7 @@ impl Dataset {
             csv_infer_rows: infer_rows,
             footer_hash: None,
             delta_version: None,
+            memory: None,
         })
     }
 }

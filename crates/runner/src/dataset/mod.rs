@@ -29,8 +29,11 @@ use crate::storage::{FileMeta, Location, Storage};
 
 mod csv_input;
 mod listing;
+mod memory;
 mod parquet_input;
 mod scan;
+
+pub use memory::MemoryTable;
 
 pub use csv_input::csv_error;
 
@@ -46,6 +49,8 @@ pub enum Format {
     Parquet,
     /// Delimited text.
     Csv,
+    /// Arrow record batches in memory ([`MemoryTable`]).
+    Arrow,
 }
 
 impl Format {
@@ -70,6 +75,7 @@ impl Format {
         match self {
             Format::Parquet => "Parquet",
             Format::Csv => "CSV",
+            Format::Arrow => "Arrow (in memory)",
         }
     }
 }
@@ -103,6 +109,8 @@ pub struct Dataset {
     footer_hash: Option<[u8; 32]>,
     /// The version read, when the input is a Delta table.
     pub delta_version: Option<i64>,
+    /// The batches of a table in memory (no files then).
+    memory: Option<std::sync::Arc<[arrow::array::RecordBatch]>>,
 }
 
 impl Dataset {
@@ -209,6 +217,11 @@ impl Dataset {
             .collect()
     }
 
+    /// Whether the rows are a table in memory ([`Dataset::in_memory`]).
+    pub fn is_in_memory(&self) -> bool {
+        self.memory.is_some()
+    }
+
     /// Finds the files of a dataset and reads their schemas.
     ///
     /// # Errors
@@ -254,6 +267,10 @@ impl Dataset {
         match format {
             Format::Parquet => Self::open_parquet(storage, location, metas, bytes),
             Format::Csv => Self::open_csv(storage, metas, bytes, spec),
+            Format::Arrow => Err(Failure::bad_input(format!(
+                "{location}: a table in memory is not read from storage (a bug in kanon)"
+            ))
+            .into()),
         }
     }
 
@@ -343,7 +360,7 @@ impl Dataset {
     /// `fingerprint = true`).
     pub fn fingerprint(&self, csv_hash: Option<[u8; 32]>) -> Option<String> {
         let h = match self.format {
-            Format::Parquet => self.footer_hash?,
+            Format::Parquet | Format::Arrow => self.footer_hash?,
             Format::Csv => csv_hash?,
         };
         Some(format!("sha256:{}", hex(&h)))

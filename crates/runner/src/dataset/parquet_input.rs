@@ -138,6 +138,7 @@ impl Dataset {
             csv_infer_rows: 0,
             footer_hash: Some(hasher.finalize().into()),
             delta_version: None,
+            memory: None,
         })
     }
 }

@@ -222,6 +222,11 @@ impl Dataset {
             None => self.schema.clone(),
         };
         Scan {
+            slices: self.memory.as_deref().map(
+                |b| -> Box<dyn Iterator<Item = Result<RecordBatch>> + 'a> {
+                    Box::new(super::memory::slices(b, projection.as_deref()))
+                },
+            ),
             dataset: self,
             storage,
             projection,
@@ -245,6 +250,8 @@ enum Reader<'a> {
 
 /// A stream of record batches over every file of a dataset.
 pub struct Scan<'a> {
+    /// The slices of a table in memory, read instead of files.
+    slices: Option<Box<dyn Iterator<Item = Result<RecordBatch>> + 'a>>,
     dataset: &'a Dataset,
     storage: &'a Storage,
     projection: Option<Vec<usize>>,
@@ -354,6 +361,17 @@ impl<'a> Scan<'a> {
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if let Some(slices) = &mut self.slices {
+            return match slices.next().transpose()? {
+                Some(b) => {
+                    self.rows += b.num_rows() as u64;
+                    RecordBatch::try_new(self.schema.clone(), b.columns().to_vec())
+                        .context("a batch in memory does not match its table's schema")
+                        .map(Some)
+                }
+                None => Ok(None),
+            };
+        }
         loop {
             if self.current.is_none() && !self.open_next()? {
                 return Ok(None);
