@@ -39,6 +39,7 @@ __all__ = [
     "verify",
     "risk",
     "report",
+    "register",
     "Release",
     "KanonError",
     "VerificationFailed",
@@ -208,9 +209,20 @@ class Release:
     def table(self) -> Any:
         """The release as a ``pyarrow.Table`` (read from the written, verified files)."""
         if self._table is None:
-            import pyarrow.parquet as pq
+            if (Path(self.path) / "_delta_log").is_dir():
+                # A Delta table's directory also holds files its log removed.
+                try:
+                    import deltalake
+                except ImportError:
+                    raise ImportError(
+                        f"{self.path} is a Delta table: install deltalake to read it "
+                        "(pip install deltalake), or read it with your lakehouse engine"
+                    ) from None
+                self._table = deltalake.DeltaTable(self.path).to_pyarrow_table()
+            else:
+                import pyarrow.parquet as pq
 
-            self._table = pq.read_table(self.path)
+                self._table = pq.read_table(self.path)
         return self._table
 
     @property
@@ -351,3 +363,29 @@ def report(release: Union[Release, PathLike], job: Job = None, *,
         args += ["--input", os.fspath(input)]
     _run(args)
     return Path(out).read_text()
+
+
+def register(ctx: Any, *, allowed_dirs: Optional[Sequence[PathLike]] = None) -> None:
+    """Registers ``anonymize(table, options)`` and ``kanon_risk(table, options)``
+    in a datafusion-python ``SessionContext``: kanon-datafusion's own table
+    functions, through DataFusion's FFI (a ``datafusion_table_function``
+    capsule), so ``ctx.sql("SELECT * FROM anonymize('adult', '...')")`` plans,
+    verifies and streams the release in kanon's library. ``table`` names a
+    table or view registered in ``ctx`` (subqueries as arguments need kanon's
+    relation planner, which the FFI cannot carry). Options may name files
+    (``config``, hierarchies) under ``allowed_dirs`` only (default: the current
+    directory).
+
+    Needs the package built with DataFusion:
+    ``MATURIN_PEP517_ARGS="--features datafusion" pip install ./python``.
+    """
+    if not hasattr(_kanon, "table_functions"):
+        raise ImportError(
+            "this kanon was built without DataFusion, so kanon.register is not available; "
+            'reinstall it with MATURIN_PEP517_ARGS="--features datafusion" pip install ./python'
+        )
+    from datafusion.user_defined import TableFunction
+
+    dirs = None if allowed_dirs is None else [os.fspath(d) for d in allowed_dirs]
+    for f in _kanon.table_functions(dirs):
+        ctx.register_udtf(TableFunction(f.name, f, ctx))

@@ -19,3 +19,14 @@ def run(
 
 def toml_of(json: str) -> str:
     """The TOML text of a job given as JSON."""
+
+class TableFunction:
+    """`anonymize` or `kanon_risk` as a DataFusion FFI table function
+    (built with the `datafusion` feature only)."""
+
+    name: str
+    def __datafusion_table_function__(self, session: Any) -> Any: ...
+
+def table_functions(allowed_dirs: Optional[List[str]] = None) -> List[TableFunction]:
+    """kanon's table functions for `SessionContext.register_udtf` (built with
+    the `datafusion` feature only)."""

@@ -82,6 +82,21 @@ def test_readme_example_prints_the_cli_summary(cli_release):
     assert printed[-1] == "30162"
 
 
+def test_the_notebook_in_docs_runs(monkeypatch, capsys):
+    """docs/python.md: its cells, in order, in one namespace, at the root."""
+    pytest.importorskip("polars")
+    pytest.importorskip("duckdb")
+    cells = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "python.md").read_text(), re.S)
+    assert len(cells) >= 5
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    for cell in cells:
+        exec(compile(cell, "docs/python.md", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "k-anonymity (k = 20)" in printed and "satisfies" in printed
+    assert "3 " in printed  # the refused job's exit code
+
+
 def test_same_bytes_as_the_cli_for_the_same_job_and_seed(cli_release, tmp_path):
     cli_out, cli_summary = cli_release
     out = tmp_path / "py.parquet"
@@ -249,3 +264,41 @@ def test_a_release_without_output_lives_with_its_object():
 
     gc.collect()
     assert not path.exists()
+
+
+def with_datafusion():
+    datafusion = pytest.importorskip("datafusion")
+    if not hasattr(kanon._kanon, "table_functions"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI builds the package with --features datafusion")
+        pytest.skip("kanon built without the datafusion feature")
+    return datafusion
+
+
+def test_register_in_a_datafusion_python_session(cli_release):
+    datafusion = with_datafusion()
+    cli_out, _ = cli_release
+    ctx = datafusion.SessionContext()
+    ctx.register_parquet("adult", str(ADULT))
+    kanon.register(ctx, allowed_dirs=[ROOT])
+    got = ctx.sql(f"""SELECT * FROM anonymize('adult', 'config = "{JOB}"')""").to_arrow_table()
+    expected = pq.read_table(cli_out)
+    assert got.column_names == expected.column_names
+    rows = lambda t: sorted(map(repr, zip(*(t.column(c).to_pylist() for c in t.column_names))))
+    assert rows(got) == rows(expected)
+    risk = ctx.sql("SELECT \"rows\", smallest_class FROM kanon_risk('adult', 'qi = [\"age\", \"sex\"], k = 5')").to_pylist()
+    assert risk[0]["rows"] == 30162
+    # A failure is an exception, not a crash; no value in it.
+    with pytest.raises(Exception, match="not found"):
+        ctx.sql(f"""SELECT * FROM anonymize('nope', 'config = "{JOB}"')""").collect()
+    with pytest.raises(Exception, match="k"):
+        ctx.sql("SELECT * FROM anonymize('adult', 'qi = [\"age\"], k = 100000')").collect()
+
+
+def test_register_refuses_files_outside_the_allowed_directories(tmp_path):
+    datafusion = with_datafusion()
+    ctx = datafusion.SessionContext()
+    ctx.register_parquet("adult", str(ADULT))
+    kanon.register(ctx, allowed_dirs=[tmp_path])
+    with pytest.raises(Exception, match="allow"):
+        ctx.sql(f"""SELECT * FROM anonymize('adult', 'config = "{JOB}"')""").collect()

@@ -1,7 +1,7 @@
 //! `kanon._kanon`: the native half of the Python package (`python/`).
 //!
 //! The Python functions (`kanon.anonymize`, `verify`, `risk`, `report`)
-//! build a command line and call [`run`], which runs it through the
+//! build a command line and call `run`, which runs it through the
 //! runner's [`kanon::embed`] exactly as `kanon` would: the same job
 //! loading, overrides and weakening rule, checks, verification before the
 //! commit, and the same bytes. What differs is at the edges:
@@ -15,6 +15,9 @@
 //!   callback with [`kanon::embed::progress_now`];
 //! - a failure is raised as `kanon._kanon.Failed(code, message)`, which
 //!   the package turns into its exception classes.
+
+#[cfg(feature = "datafusion")]
+mod sql;
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -160,6 +163,11 @@ fn _kanon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(toml_of, m)?)?;
     m.add("Failed", m.py().get_type::<Failed>())?;
+    #[cfg(feature = "datafusion")]
+    {
+        m.add_class::<sql::TableFunction>()?;
+        m.add_function(wrap_pyfunction!(sql::table_functions, m)?)?;
+    }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

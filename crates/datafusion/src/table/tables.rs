@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{plan_datafusion_err, Column, Result};
 use datafusion::execution::context::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use kanon_engine::encode::Encoder;
@@ -81,18 +82,25 @@ async fn input_plan(
             .project(columns)?
             .build()?
     };
-    match state.as_any().downcast_ref::<SessionState>() {
-        Some(s) => {
-            let mut single = s.clone();
-            single
-                .config_mut()
-                .options_mut()
-                .execution
-                .target_partitions = 1;
-            single.create_physical_plan(&plan).await
-        }
-        None => state.create_physical_plan(&plan).await,
-    }
+    let mut single = match state.as_any().downcast_ref::<SessionState>() {
+        Some(s) => s.clone(),
+        // A session of another library, through DataFusion's FFI (the Python
+        // package's `kanon.register` in datafusion-python): its planner would
+        // need the plan serialised, and a scan of its own tables cannot be.
+        // The input is planned here, on a session with its configuration;
+        // its tables are still scanned by their own providers.
+        None => SessionStateBuilder::new()
+            .with_config(state.config().clone())
+            .with_runtime_env(Arc::clone(state.runtime_env()))
+            .with_default_features()
+            .build(),
+    };
+    single
+        .config_mut()
+        .options_mut()
+        .execution
+        .target_partitions = 1;
+    single.create_physical_plan(&plan).await
 }
 
 #[async_trait]
