@@ -168,8 +168,8 @@ def _job_args(job: Job, settings: Mapping[str, Any], workdir: Path) -> List[str]
         doc = _merge(json.loads(json.dumps(dict(job or {}))), settings)
         path = workdir / "job.toml"
         path.write_text(_kanon.toml_of(json.dumps(doc)))
-        return ["--config", str(path)]
-    args = ["--config", os.fspath(job)]
+        return [f"--config={path}"]
+    args = [f"--config={os.fspath(job)}"]
     for section, value in settings.items():
         if section == "attributes":
             raise BadInput(
@@ -279,20 +279,20 @@ def anonymize(
     job_args = _job_args(job, settings, scratch.path)
     out = os.fspath(output) if output is not None else str(scratch.path / "release.parquet")
     metrics_path = scratch.path / "metrics.json"
-    args = ["anonymize", *job_args, "--output", out, "--metrics-json", str(metrics_path)]
+    args = ["anonymize", *job_args, f"--output={out}", f"--metrics-json={metrics_path}"]
     if overwrite:
         args.append("--overwrite")
     if report is not None:
-        args += ["--report", os.fspath(report)]
+        args.append(f"--report={os.fspath(report)}")
     if weaken_privacy:
         args.append("--weaken-privacy")
     if memory is not None:
-        args += ["--memory", memory]
+        args.append(f"--memory={memory}")
     if timeout is not None:
-        args += ["--timeout", str(timeout)]
+        args.append(f"--timeout={timeout}")
     source, label = None, "table"
     if isinstance(data, (str, os.PathLike)):
-        args += ["--input", os.fspath(data)]
+        args.append(f"--input={os.fspath(data)}")
     elif data is not None:
         source, label = _arrow_source(data)
     summary = _run(args, source, label, progress)
@@ -312,9 +312,9 @@ def verify(release: Union[Release, PathLike], job: Job = None, *,
     else:
         path = os.fspath(release)
         job_args = _job_args(job, settings, scratch.path)
-    args = ["verify", *job_args, "--input", path]
+    args = ["verify", *job_args, f"--input={path}"]
     if trusted_key is not None:
-        args += ["--trusted-key", trusted_key]
+        args.append(f"--trusted-key={trusted_key}")
     return _run(args)
 
 
@@ -330,19 +330,19 @@ def risk(
     """The re-identification risk of ``data`` on ``quasi_identifiers`` (as
     ``kanon inspect --json``): prosecutor, journalist and marketer risk,
     population uniqueness, rows at risk. ``data`` as for :func:`anonymize`."""
-    args = ["inspect", "--json", "--qi", ",".join(quasi_identifiers)]
+    args = ["inspect", "--json", "--qi=" + ",".join(quasi_identifiers)]
     if k is not None:
-        args += ["--k", str(k)]
+        args.append(f"--k={k}")
     if population is not None:
-        args += ["--population", os.fspath(population)]
+        args.append(f"--population={os.fspath(population)}")
     if population_size is not None:
-        args += ["--population-size", str(population_size)]
+        args.append(f"--population-size={population_size}")
     if threshold is not None:
-        args += ["--threshold", str(threshold)]
+        args.append(f"--threshold={threshold}")
     if isinstance(data, (str, os.PathLike)):
-        return json.loads(_run([*args[:1], os.fspath(data), *args[1:]]))
+        return json.loads(_run([*args, "--", os.fspath(data)]))
     source, label = _arrow_source(data)
-    return json.loads(_run([*args[:1], label, *args[1:]], source, label))
+    return json.loads(_run([*args, "--", label], source, label))
 
 
 def report(release: Union[Release, PathLike], job: Job = None, *,
@@ -358,9 +358,10 @@ def report(release: Union[Release, PathLike], job: Job = None, *,
         path = os.fspath(release)
         job_args = _job_args(job, settings, scratch.path)
     out = os.fspath(output) if output is not None else str(scratch.path / "report.html")
-    args = ["report", *job_args, path, "--output", out]
+    args = ["report", *job_args, f"--output={out}"]
     if input is not None:
-        args += ["--input", os.fspath(input)]
+        args.append(f"--input={os.fspath(input)}")
+    args += ["--", path]
     _run(args)
     return Path(out).read_text()
 

@@ -302,3 +302,46 @@ def test_register_refuses_files_outside_the_allowed_directories(tmp_path):
     kanon.register(ctx, allowed_dirs=[tmp_path])
     with pytest.raises(Exception, match="allow"):
         ctx.sql(f"""SELECT * FROM anonymize('adult', 'config = "{JOB}"')""").collect()
+
+
+def test_every_failure_of_every_function_is_a_clean_exception(tmp_path):
+    table = pq.read_table(ADULT)
+    # Storage: the output's directory is a file.
+    (tmp_path / "file").write_text("")
+    with pytest.raises(kanon.KanonError) as e:
+        kanon.anonymize(table, JOB, output=tmp_path / "file" / "x.parquet")
+    assert e.value.code in (2, 4) and "file" in e.value.message
+    # The time limit: exit code 124, nothing written.
+    with pytest.raises(kanon.TimedOut) as e:
+        kanon.anonymize(table, JOB, output=tmp_path / "late.parquet", timeout=1e-6)
+    assert e.value.code == 124 and not (tmp_path / "late.parquet").exists()
+    with pytest.raises(kanon.BadInput, match="--timeout"):
+        kanon.anonymize(table, JOB, timeout=-1)
+    # The next job has no time limit left over.
+    assert kanon.anonymize(table, JOB).table.num_rows == 30162
+    with pytest.raises(kanon.BadInput, match="not a valid kanon job|unknown field"):
+        kanon.anonymize(table, {"privacy": {"k": 5}, "nonsense": {"x": 1}})
+    with pytest.raises(kanon.BadInput):
+        kanon.anonymize(table, None, privacy={"k": 5})
+    with pytest.raises(kanon.BadInput, match="cannot be overridden"):
+        kanon.anonymize(table, JOB, attributes=[])
+    with pytest.raises(kanon.BadInput, match="nope"):
+        kanon.risk(table, quasi_identifiers=["nope"])
+    with pytest.raises(kanon.KanonError, match="missing"):
+        kanon.verify(tmp_path / "missing.parquet", JOB)
+    with pytest.raises(kanon.KanonError, match="missing"):
+        kanon.report(tmp_path / "missing.parquet", JOB)
+    with pytest.raises(TypeError):
+        kanon.risk(object(), quasi_identifiers=["age"])
+
+
+def test_a_generator_behind_a_record_batch_reader_streams_in(cli_release):
+    cli_out, _ = cli_release
+    table = pq.read_table(ADULT)
+
+    def batches():
+        yield from table.to_batches(max_chunksize=4096)
+
+    reader = pa.RecordBatchReader.from_batches(table.schema, batches())
+    got = kanon.anonymize(reader, JOB).table
+    assert got.equals(pq.read_table(cli_out))

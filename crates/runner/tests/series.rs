@@ -453,7 +453,7 @@ fn the_daily_job_keeps_its_history_on_s3() {
 
 /// Two daily runs at once on one table with a history (day 2 of two
 /// sources, each with new patients): both check the history against
-/// version 0 and wait at the commit; one commits, the other fails with
+/// version 0 and wait at the commit (barrier `delta-commit`); one commits, the other fails with
 /// nothing committed and its history file removed (its check is stale: a
 /// commit resolved around it would publish people nobody checked
 /// together). Run again, it checks against version 1 and commits.
@@ -496,7 +496,7 @@ fn of_two_runs_at_once_one_commits_and_the_other_is_rerun() {
         .iter()
         .zip(&barriers)
         .map(|(input, b)| {
-            std::fs::write(b.path().join("before-commit.wait"), b"").unwrap();
+            std::fs::write(b.path().join("delta-commit.wait"), b"").unwrap();
             anonymize_cmd(&job, input, &table)
                 .env("KANON_PSEUDONYM_KEY", KEY)
                 .env("KANON_TEST_BARRIER", b.path())
@@ -506,11 +506,14 @@ fn of_two_runs_at_once_one_commits_and_the_other_is_rerun() {
                 .unwrap()
         })
         .collect();
+    // Both have loaded and checked version 0 when they are let go: one
+    // commit wins, the other's, checked against a version no longer the
+    // latest, fails.
     for b in &barriers {
-        wait_for(&b.path().join("before-commit"));
+        wait_for(&b.path().join("delta-commit"));
     }
     for b in &barriers {
-        std::fs::remove_file(b.path().join("before-commit.wait")).unwrap();
+        std::fs::remove_file(b.path().join("delta-commit.wait")).unwrap();
     }
     let outputs: Vec<_> = children
         .into_iter()

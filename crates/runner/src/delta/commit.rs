@@ -377,6 +377,9 @@ pub fn commit(
         &added,
         series.people,
     )?;
+    // Tests hold concurrent runs here, each with the version it loaded and
+    // checked, to see exactly one commit (inert otherwise).
+    crate::ops::barrier("delta-commit")?;
     let snapshot = match (&existing, snapshot_of) {
         (Some(dt), true) => {
             Some(dt.snapshot().context("cannot read the Delta table")? as &dyn TableReference)
