@@ -90,10 +90,26 @@ impl Parts {
         bucket_of: impl Fn(u32) -> usize,
     ) -> Result<Parts> {
         Ok(Parts {
-            bytes: (batch.get_array_memory_size() + groups.len() * 4) as u64,
+            bytes: (slice_bytes(batch) + groups.len() * 4) as u64,
             parts: by_bucket(batch, groups, bucket_of)?,
         })
     }
+}
+
+/// The bytes of the rows of `batch`: of its slices, not of the buffers they
+/// slice. A batch of a table given in memory is a slice of the caller's
+/// larger arrays (`dataset::MemoryTable`), whose whole size would count
+/// each buffer as many times as it is sliced and spill a release that fits.
+fn slice_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            let data = c.to_data();
+            data.get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
 }
 
 /// One bucket's rows: compacted batches, and small pieces waiting to be.
