@@ -300,18 +300,24 @@ def anonymize(
     return Release(out, summary, metrics, job_args, scratch)
 
 
+def _release_and_job(release: Union[Release, PathLike], job: Job,
+                     settings: Mapping[str, Any], scratch: _Scratch) -> Tuple[str, List[str]]:
+    """Where a release is, and the job arguments to check it by: the
+    release's own job unless another is given."""
+    if isinstance(release, Release):
+        if job is None and not settings:
+            return release.path, release._job_args
+        return release.path, _job_args(job, settings, scratch.path)
+    return os.fspath(release), _job_args(job, settings, scratch.path)
+
+
 def verify(release: Union[Release, PathLike], job: Job = None, *,
            trusted_key: Optional[str] = None, **settings: Any) -> str:
     """Re-checks a published release against the job's privacy model (as
     ``kanon verify``) and returns its report; raises :class:`VerificationFailed`
     when it does not hold. ``job`` defaults to the release's own."""
     scratch = _Scratch()
-    if isinstance(release, Release):
-        path = release.path
-        job_args = release._job_args if job is None and not settings else _job_args(job, settings, scratch.path)
-    else:
-        path = os.fspath(release)
-        job_args = _job_args(job, settings, scratch.path)
+    path, job_args = _release_and_job(release, job, settings, scratch)
     args = ["verify", *job_args, f"--input={path}"]
     if trusted_key is not None:
         args.append(f"--trusted-key={trusted_key}")
@@ -351,12 +357,7 @@ def report(release: Union[Release, PathLike], job: Job = None, *,
     """The HTML release report (as ``kanon report``): written to ``output``
     when given, and returned as a string."""
     scratch = _Scratch()
-    if isinstance(release, Release):
-        path = release.path
-        job_args = release._job_args if job is None and not settings else _job_args(job, settings, scratch.path)
-    else:
-        path = os.fspath(release)
-        job_args = _job_args(job, settings, scratch.path)
+    path, job_args = _release_and_job(release, job, settings, scratch)
     out = os.fspath(output) if output is not None else str(scratch.path / "report.html")
     args = ["report", *job_args, f"--output={out}"]
     if input is not None:
