@@ -11,13 +11,14 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use datafusion_distributed::test_utils::in_memory_channel_resolver::{
-    InMemoryChannelResolver, InMemoryWorkerResolver,
-};
 use datafusion_distributed::{DistributedExt, SessionStateBuilderExt, WorkerResolver};
 use kanon_datafusion::distributed::{worker_session, Cluster, KanonCodec};
 use kanon_datafusion::BlockExecutors;
 use kanon_engine::algorithms::partitioned::{BlockExecutor, Blocks, BlocksRun};
+
+#[path = "distributed/in_memory.rs"]
+mod in_memory;
+use in_memory::{InMemoryChannelResolver, InMemoryWorkerResolver};
 
 fn root() -> &'static Path {
     Box::leak(
