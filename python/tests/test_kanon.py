@@ -232,6 +232,17 @@ def test_progress_callback():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="SIGINT to the process")
 def test_ctrl_c_stops_the_job_and_writes_nothing(tmp_path, monkeypatch):
+    # Python turns SIGINT into KeyboardInterrupt only when it inherits the
+    # default disposition; a shell's background job (`ci/run &`) inherits
+    # SIGINT ignored. Install the notebook's handler for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_stops_the_job(tmp_path, monkeypatch)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_stops_the_job(tmp_path, monkeypatch):
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     (barrier / "before-commit.wait").write_text("")
