@@ -1226,3 +1226,47 @@ fn the_manifest_is_checked_by_verify() {
         show(&o)
     );
 }
+
+/// Every `configs/adult-<model>.toml` of the privacy models beyond k and l
+/// (issue 36) runs on the bundled data, and `kanon verify` accepts its
+/// release under that model, which the certificate names.
+#[test]
+fn each_model_job_on_the_bundled_data_runs_and_verifies() {
+    for (model, described) in [
+        (
+            "beta-likeness",
+            "enhanced β-likeness (β = 1) on `salary-class`",
+        ),
+        (
+            "delta-disclosure",
+            "δ-disclosure privacy (δ = 1.2, log base 2) on `salary-class`",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join(format!("adult-{model}.parquet"));
+        let job = format!("configs/adult-{model}.toml");
+        let o = run(kanon().args(["anonymize", "-c", &job, "-o"]).arg(&out));
+        assert_eq!(o.status.code(), Some(0), "{model}: {}", show(&o));
+        assert!(stdout(&o).contains(described), "{model}: {}", show(&o));
+        let o = run(kanon().args(["verify", "-c", &job, "-i"]).arg(&out));
+        assert_eq!(o.status.code(), Some(0), "{model}: {}", show(&o));
+        assert!(
+            stdout(&o).contains(&format!("satisfies k-anonymity (k = 10), {described}")),
+            "{model}: {}",
+            show(&o)
+        );
+        let manifest: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                dir.path()
+                    .join(format!("_adult-{model}.parquet.kanon_release.json")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            manifest["certificate"]["privacy"]["models"][model].is_object(),
+            "{model}: {}",
+            manifest["certificate"]["privacy"]
+        );
+    }
+}

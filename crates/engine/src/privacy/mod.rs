@@ -12,8 +12,11 @@
 //! [`EntropyLDiversity`] and [`RecursiveCLDiversity`], each on one sensitive
 //! column; [`TCloseness`] of Li, Li and Venkatasubramanian ("t-Closeness:
 //! Privacy Beyond k-Anonymity and l-Diversity", ICDE 2007), on one
-//! sensitive column with three ground distances; and [`RiskThreshold`], a
-//! bound on the largest and the mean prosecutor risk of a release.
+//! sensitive column with three ground distances; [`BetaLikeness`] (Cao and
+//! Karras, PVLDB 2012) and [`DeltaDisclosure`] (Brickell and Shmatikov, KDD
+//! 2008), which bound each value's frequency in a class against the
+//! table's; and [`RiskThreshold`], a bound on the largest and the mean
+//! prosecutor risk of a release.
 //!
 //! One model per file: [`KAnonymity`] and the l-diversity models; an
 //! anonymity [`Requirement`] on a subset of the QIs is not a per-class
@@ -27,6 +30,7 @@ use crate::error::{Error, Result};
 mod job;
 mod k_anonymity;
 mod l_diversity;
+mod likeness;
 pub(crate) use l_diversity::hitting_number_of;
 pub mod registry;
 mod requirement;
@@ -37,6 +41,7 @@ pub use job::Privacy;
 pub use k_anonymity::KAnonymity;
 pub(crate) use l_diversity::{entropy, frequencies};
 pub use l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
+pub use likeness::{BetaLikeness, DeltaDisclosure};
 pub use requirement::Requirement;
 pub use risk_threshold::RiskThreshold;
 pub use t_closeness::{GroundDistance, TCloseness};

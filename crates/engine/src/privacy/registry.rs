@@ -18,6 +18,15 @@
 //! t = 0.2
 //! distance = "equal"         # or "hierarchical", "ordered"
 //!
+//! [privacy.models.beta-likeness]
+//! column = "occupation"     # default: every sensitive attribute
+//! beta = 1.0
+//! variant = "enhanced"      # default; or "basic"
+//!
+//! [privacy.models.delta-disclosure]
+//! column = "salary-class"
+//! delta = 1.2               # |log2 p/q| < delta for every value
+//!
 //! [privacy.models.risk-threshold]
 //! k = 10        # no record's prosecutor risk above 1/10
 //! mean = 0.05   # mean prosecutor risk below 5 %
@@ -26,6 +35,7 @@
 use serde::Deserialize;
 
 use super::l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
+use super::likeness::{BetaLikeness, DeltaDisclosure};
 use super::risk_threshold::RiskThreshold;
 use super::t_closeness::{GroundDistance, TCloseness};
 use super::PrivacyModel;
@@ -207,6 +217,114 @@ fn risk_threshold(_: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn
     })])
 }
 
+/// The sensitive columns a per-column model reads: `column`, or every
+/// sensitive attribute; each must be an attribute with `role =
+/// "sensitive"`.
+fn sensitive_columns_of(
+    name: &str,
+    spec: &JobSpec,
+    column: Option<&String>,
+) -> Result<Vec<String>> {
+    let columns: Vec<String> = match column {
+        Some(c) => vec![c.clone()],
+        None => spec.sensitive().map(|a| a.name.clone()).collect(),
+    };
+    if columns.is_empty() {
+        return Err(Error::spec(
+            format!("privacy.models.{name}.column"),
+            "no sensitive column: set `column` or give an attribute role = \"sensitive\"",
+        ));
+    }
+    for c in &columns {
+        if !spec.sensitive().any(|a| &a.name == c) {
+            return Err(Error::spec(
+                format!("privacy.models.{name}.column"),
+                format!("`{c}` is not an attribute with `role = \"sensitive\"`"),
+            ));
+        }
+    }
+    Ok(columns)
+}
+
+/// Which β-likeness: the paper's basic (bound β) or enhanced (bound
+/// `min(β, -ln q)`, which protects rare values more).
+#[derive(Debug, Default, Deserialize, PartialEq, Eq, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum BetaVariant {
+    Basic,
+    /// The default: the stricter of the two.
+    #[default]
+    Enhanced,
+}
+
+/// Parameters of `[privacy.models.beta-likeness]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BetaParams {
+    column: Option<String>,
+    beta: f64,
+    #[serde(default)]
+    variant: BetaVariant,
+}
+
+fn beta_likeness(spec: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "privacy.models.beta-likeness";
+    let p: BetaParams =
+        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    if !(p.beta > 0.0 && p.beta.is_finite()) {
+        return Err(Error::spec(
+            format!("{NAME}.beta"),
+            format!("beta = {} is not above 0: it bounds the relative gain (p - q) / q of a value's frequency in a class over the table's; give e.g. beta = 1.0", p.beta),
+        ));
+    }
+    Ok(
+        sensitive_columns_of("beta-likeness", spec, p.column.as_ref())?
+            .into_iter()
+            .map(|column| {
+                Box::new(BetaLikeness {
+                    column,
+                    beta: p.beta,
+                    enhanced: p.variant == BetaVariant::Enhanced,
+                }) as Box<dyn PrivacyModel>
+            })
+            .collect(),
+    )
+}
+
+/// Parameters of `[privacy.models.delta-disclosure]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeltaParams {
+    column: Option<String>,
+    delta: f64,
+}
+
+fn delta_disclosure(
+    spec: &JobSpec,
+    params: &serde_json::Value,
+) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "privacy.models.delta-disclosure";
+    let p: DeltaParams =
+        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    if !(p.delta > 0.0 && p.delta.is_finite()) {
+        return Err(Error::spec(
+            format!("{NAME}.delta"),
+            format!("delta = {} is not above 0: every value's |log2(p / q)| in a class must be below it; give e.g. delta = 1.2", p.delta),
+        ));
+    }
+    Ok(
+        sensitive_columns_of("delta-disclosure", spec, p.column.as_ref())?
+            .into_iter()
+            .map(|column| {
+                Box::new(DeltaDisclosure {
+                    column,
+                    delta: p.delta,
+                }) as Box<dyn PrivacyModel>
+            })
+            .collect(),
+    )
+}
+
 const BUILT_IN: &[ModelRegistration] = &[
     ModelRegistration {
         name: "distinct-l-diversity",
@@ -253,6 +371,16 @@ const BUILT_IN: &[ModelRegistration] = &[
         name: "t-closeness",
         summary: "each class's sensitive distribution is within Earth Mover's Distance t of the whole table's (Li et al., ICDE 2007)",
         build: t_closeness,
+    },
+    ModelRegistration {
+        name: "beta-likeness",
+        summary: "no value's frequency in a class exceeds the table's by more than the share beta (enhanced: min(beta, -ln q)) (Cao and Karras, PVLDB 2012)",
+        build: beta_likeness,
+    },
+    ModelRegistration {
+        name: "delta-disclosure",
+        summary: "every value's frequency p in a class has |log2(p / q)| < delta against the table's q (Brickell and Shmatikov, KDD 2008)",
+        build: delta_disclosure,
     },
     ModelRegistration {
         name: "risk-threshold",

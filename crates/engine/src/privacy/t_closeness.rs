@@ -112,7 +112,7 @@ enum Ground<'a> {
 }
 
 /// Rows per code of `rows`, missing values left out, and their total.
-fn counts_by_code(column: &SensitiveColumn, rows: &[u32]) -> (Vec<u32>, u64) {
+pub(super) fn counts_by_code(column: &SensitiveColumn, rows: &[u32]) -> (Vec<u32>, u64) {
     let mut counts = vec![0u32; column.distinct()];
     with_codes!(column.codes(), |codes| {
         for &r in rows {
