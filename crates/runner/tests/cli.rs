@@ -1101,6 +1101,38 @@ fn readme_sample_output_is_a_real_run() {
     );
 }
 
+/// The README's privacy-model table names exactly the models of the
+/// engine's registry, and every job it points to exists.
+#[test]
+fn the_readme_lists_the_registered_privacy_models() {
+    let mut registered: Vec<&str> = kanon_engine::privacy::registry::all()
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    registered.sort_unstable();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let table = readme
+        .split_once("| model | protects against | parameters | job on the bundled data |")
+        .expect("the README's privacy-model table")
+        .1;
+    let rows: Vec<&str> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with("| `"))
+        .collect();
+    let mut in_readme: Vec<&str> = rows.iter().map(|l| l.split('`').nth(1).unwrap()).collect();
+    in_readme.sort_unstable();
+    assert_eq!(in_readme, registered, "README privacy-model table");
+    for row in rows {
+        for job in row.split('`').filter(|c| c.starts_with("configs/")) {
+            assert!(
+                root().join(job).is_file(),
+                "README names {job}, which does not exist"
+            );
+        }
+    }
+}
+
 /// The README's algorithm table, the job template and `--help` name exactly
 /// the algorithms of the engine's registry.
 #[test]
