@@ -8,8 +8,6 @@ mod common;
 
 use std::collections::HashMap;
 
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::DataType;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::JobSpec;
 use kanon_engine::Error;
@@ -23,29 +21,6 @@ fn adult_with(models: &str, algorithm: &str) -> JobSpec {
     spec.privacy.models = extra.privacy.models;
     spec.algorithm.name = algorithm.into();
     spec
-}
-
-fn strings(batch: &RecordBatch, name: &str) -> Vec<String> {
-    let col = arrow::compute::cast(batch.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
-    let col = col.as_string::<i32>();
-    (0..col.len()).map(|i| col.value(i).to_string()).collect()
-}
-
-/// The published classes (rows with equal QI labels), each as its rows'
-/// values of `sensitive`.
-fn released_classes(spec: &JobSpec, release: &RecordBatch, sensitive: &str) -> Vec<Vec<String>> {
-    let qis: Vec<Vec<String>> = spec
-        .quasi_identifiers()
-        .map(|a| strings(release, &a.name))
-        .collect();
-    let mut classes: HashMap<Vec<&str>, Vec<String>> = HashMap::new();
-    for (r, v) in strings(release, sensitive).into_iter().enumerate() {
-        classes
-            .entry(qis.iter().map(|q| q[r].as_str()).collect())
-            .or_default()
-            .push(v);
-    }
-    classes.into_values().collect()
 }
 
 fn shares(values: &[String]) -> HashMap<&str, f64> {
@@ -150,7 +125,7 @@ fn every_algorithm_with_the_capability_releases_adult_that_holds_by_the_labels()
             let (release, suppressed) = common::release(&spec, &hierarchies, &input, 1 << 20)
                 .unwrap_or_else(|e| panic!("{algorithm}, {models}: {e}"));
             assert_eq!(release.num_rows() + suppressed, input.num_rows());
-            let classes = released_classes(&spec, &release, "salary-class");
+            let classes = common::released_classes(&spec, &release, "salary-class");
             let all: Vec<String> = classes.iter().flatten().cloned().collect();
             // The local recodings keep more than one class; the full-domain
             // baselines (no suppression here) may have to publish one.

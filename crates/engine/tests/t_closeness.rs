@@ -11,8 +11,7 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::DataType;
+use arrow::array::RecordBatch;
 use kanon_engine::hierarchy::Hierarchy;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::{JobSpec, Role};
@@ -38,30 +37,6 @@ fn adult_with(models: &str, algorithm: &str) -> JobSpec {
 fn adult_input(rows: usize) -> RecordBatch {
     let batches = common::first_rows(common::adult_batches(), rows);
     arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap()
-}
-
-/// A column of a batch as strings.
-fn strings(batch: &RecordBatch, name: &str) -> Vec<String> {
-    let col = batch.column_by_name(name).unwrap();
-    let col = arrow::compute::cast(col, &DataType::Utf8).unwrap();
-    let col = col.as_string::<i32>();
-    (0..col.len()).map(|i| col.value(i).to_string()).collect()
-}
-
-/// The published classes of a release (rows with equal QI labels), each as
-/// its rows' values of `sensitive`.
-fn released_classes(spec: &JobSpec, release: &RecordBatch, sensitive: &str) -> Vec<Vec<String>> {
-    let qis: Vec<Vec<String>> = spec
-        .quasi_identifiers()
-        .map(|a| strings(release, &a.name))
-        .collect();
-    let values = strings(release, sensitive);
-    let mut classes: HashMap<Vec<&str>, Vec<String>> = HashMap::new();
-    for (r, v) in values.iter().enumerate() {
-        let key: Vec<&str> = qis.iter().map(|q| q[r].as_str()).collect();
-        classes.entry(key).or_default().push(v.clone());
-    }
-    classes.into_values().collect()
 }
 
 /// Equal-distance EMD of a class from a reference, both as value lists:
@@ -164,7 +139,7 @@ fn equal_distance_release_of_adult_passes_both_verifiers() {
     assert_eq!(release.num_rows(), input.num_rows());
     // Independently of the engine: every class of the released labels is
     // within t of the released distribution.
-    let classes = released_classes(&spec, &release, "salary-class");
+    let classes = common::released_classes(&spec, &release, "salary-class");
     let all: Vec<String> = classes.iter().flatten().cloned().collect();
     let farthest = classes
         .iter()
@@ -175,7 +150,7 @@ fn equal_distance_release_of_adult_passes_both_verifiers() {
     // classes far from the overall distribution.
     let plain = adult_with("", "mondrian");
     let (plain_release, _) = common::release(&plain, &hierarchies, &input, 1 << 20).unwrap();
-    let plain_classes = released_classes(&plain, &plain_release, "salary-class");
+    let plain_classes = common::released_classes(&plain, &plain_release, "salary-class");
     let plain_farthest = plain_classes
         .iter()
         .map(|c| equal_emd(c, &all))
@@ -208,7 +183,7 @@ fn local_recoding_algorithms_release_t_close_adult() {
         let (release, suppressed) = common::release(&spec, &hierarchies, &input, 1 << 20)
             .unwrap_or_else(|e| panic!("{algorithm}: {e}"));
         assert_eq!(release.num_rows() + suppressed, input.num_rows());
-        let classes = released_classes(&spec, &release, "salary-class");
+        let classes = common::released_classes(&spec, &release, "salary-class");
         let all: Vec<String> = classes.iter().flatten().cloned().collect();
         for c in &classes {
             assert!(equal_emd(c, &all) <= 0.15 + 1e-9, "{algorithm}");
@@ -344,7 +319,7 @@ fn incognito_releases_t_close_adult_with_global_recoding() {
     let input = adult_input(2000);
     let (release, suppressed) = common::release(&spec, &hierarchies, &input, 1 << 20).unwrap();
     assert_eq!(release.num_rows() + suppressed, input.num_rows());
-    let classes = released_classes(&spec, &release, "salary-class");
+    let classes = common::released_classes(&spec, &release, "salary-class");
     let all: Vec<String> = classes.iter().flatten().cloned().collect();
     assert!(classes.iter().all(|c| equal_emd(c, &all) <= 0.2 + 1e-9));
 }
@@ -427,7 +402,7 @@ fn block_wise_runs_measure_every_block_against_the_whole_table() {
     assert!(blocks > 1, "{blocks}");
     let (release, suppressed) = common::release(&spec, &hierarchies, &input, 1 << 20).unwrap();
     assert_eq!(release.num_rows() + suppressed, input.num_rows());
-    let classes = released_classes(&spec, &release, "salary-class");
+    let classes = common::released_classes(&spec, &release, "salary-class");
     let all: Vec<String> = classes.iter().flatten().cloned().collect();
     assert!(classes.iter().all(|c| equal_emd(c, &all) <= 0.15 + 1e-9));
 }

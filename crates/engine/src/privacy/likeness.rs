@@ -36,7 +36,7 @@
 use crate::encode::{QiTable, SensitiveColumn};
 use crate::error::{Error, Result};
 
-use super::t_closeness::counts_by_code;
+use super::t_closeness::{counts_by_code, reference_values};
 use super::{ClassView, PrivacyModel};
 
 /// Tolerance of the comparisons: the gain of a union is at most the largest
@@ -293,14 +293,7 @@ fn check_feasible<M: PerValue + PrivacyModel>(m: &M, table: &QiTable, active: us
     if active == 0 {
         return Ok(());
     }
-    let values: u64 = column
-        .reference_counts()
-        .iter()
-        .enumerate()
-        .filter(|(c, _)| !column.is_missing(*c as u32))
-        .map(|(_, &n)| n as u64)
-        .sum();
-    if values == 0 {
+    if reference_values(column) == 0 {
         return Err(Error::Unsatisfiable(format!(
             "sensitive column `{}`: {} compares the frequency of each value in every class with the whole input's, but all {active} rows hold a missing value (missing values are not values unless `privacy.missing_sensitive = \"value\"`); choose another sensitive column",
             m.column(),

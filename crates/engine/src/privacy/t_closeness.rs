@@ -129,6 +129,18 @@ pub(super) fn counts_by_code(column: &SensitiveColumn, rows: &[u32]) -> (Vec<u32
     (counts, total)
 }
 
+/// The rows of the table's reference distribution that hold a value
+/// (missing values left out).
+pub(super) fn reference_values(column: &SensitiveColumn) -> u64 {
+    column
+        .reference_counts()
+        .iter()
+        .enumerate()
+        .filter(|(c, _)| !column.is_missing(*c as u32))
+        .map(|(_, &n)| n as u64)
+        .sum()
+}
+
 /// `EMD` under the equal ground distance of two distributions over the
 /// same values: `1/2 sum_i |p_i - q_i|` (Li et al. 2007, computing the EMD,
 /// "equal distance").
@@ -443,14 +455,7 @@ impl PrivacyModel for TCloseness {
         if active == 0 {
             return Ok(());
         }
-        let values: u64 = column
-            .reference_counts()
-            .iter()
-            .enumerate()
-            .filter(|(c, _)| !column.is_missing(*c as u32))
-            .map(|(_, &n)| n as u64)
-            .sum();
-        if values == 0 {
+        if reference_values(column) == 0 {
             return Err(Error::Unsatisfiable(format!(
                 "sensitive column `{}`: {} compares the distribution of its values in every class with the whole input's, but all {active} rows hold a missing value (missing values are not values unless `privacy.missing_sensitive = \"value\"`); choose another sensitive column",
                 self.column,

@@ -89,3 +89,33 @@ pub fn release(
         anonymization.report.suppressed_rows,
     ))
 }
+
+/// A column of a batch as strings.
+pub fn strings(batch: &RecordBatch, name: &str) -> Vec<String> {
+    use arrow::array::{Array, AsArray};
+    let col = batch.column_by_name(name).unwrap();
+    let col = arrow::compute::cast(col, &arrow::datatypes::DataType::Utf8).unwrap();
+    let col = col.as_string::<i32>();
+    (0..col.len()).map(|i| col.value(i).to_string()).collect()
+}
+
+/// The published classes of a release (rows with equal QI labels), each as
+/// its rows' values of `sensitive`, from the labels alone.
+pub fn released_classes(
+    spec: &JobSpec,
+    release: &RecordBatch,
+    sensitive: &str,
+) -> Vec<Vec<String>> {
+    let qis: Vec<Vec<String>> = spec
+        .quasi_identifiers()
+        .map(|a| strings(release, &a.name))
+        .collect();
+    let mut classes: std::collections::HashMap<Vec<&str>, Vec<String>> = Default::default();
+    for (r, v) in strings(release, sensitive).into_iter().enumerate() {
+        classes
+            .entry(qis.iter().map(|q| q[r].as_str()).collect())
+            .or_default()
+            .push(v);
+    }
+    classes.into_values().collect()
+}
