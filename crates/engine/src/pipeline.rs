@@ -110,6 +110,10 @@ pub fn anonymize_cancellable(
             "the input has no rows: there is nothing to anonymise, and an empty release would hide that the table or query selected nothing; check the input path or the query's filter",
         ));
     }
+    // Models whose threshold depends on the sample (estimated k-map) are
+    // bound to the rows anonymised here.
+    let active = table.n_rows() - table.excluded().len();
+    let privacy = &privacy.for_sample(active);
     // Fail before any work when no release can satisfy the models (too few
     // rows for k, too few distinct sensitive values for l, ...).
     privacy.check_feasible(table)?;
@@ -118,21 +122,47 @@ pub fn anonymize_cancellable(
     let classes = EquivalenceClasses::of(table);
     timings.classes = t.elapsed();
     let t = Instant::now();
-    let outcome = algorithm.run(&Context {
-        table,
-        classes: &classes,
-        privacy,
-        spec,
-        cancel,
-        progress,
-        blocks,
-    })?;
-    timings.algorithm = t.elapsed();
+    let run = |privacy: &Privacy| {
+        algorithm.run(&Context {
+            table,
+            classes: &classes,
+            privacy,
+            spec,
+            cancel,
+            progress,
+            blocks,
+        })
+    };
+    let mut outcome = run(privacy)?;
     cancel.check()?;
-    // A whole-release target the algorithm does not aim at (a risk
-    // threshold's mean) and missed: the model is out of reach (exit 3),
-    // not a bug in the algorithm.
-    privacy.check_reached(&outcome.partition)?;
+    // A whole-release target the algorithm does not aim at (a mean risk,
+    // a share of uniques) and missed: larger classes reach it, so search
+    // for the smallest class size that does; when none does, the model is
+    // out of reach (exit 3), not a bug in the algorithm.
+    if let Err(missed) = privacy.check_reached(&outcome.partition) {
+        let Some(upper) = privacy.reached_with_classes_of() else {
+            return Err(missed);
+        };
+        let (size, runs, raised) =
+            raise_class_size(privacy, privacy.min_class_size(), upper.min(active), &run).map_err(
+                |e| match e {
+                    crate::Error::Unsatisfiable(_) => missed,
+                    other => other,
+                },
+            )?;
+        outcome = raised;
+        let note = serde_json::json!({ "size": size, "runs": runs });
+        match &mut outcome.details {
+            serde_json::Value::Object(map) => {
+                map.insert("raised_class_size".into(), note);
+            }
+            other => {
+                *other =
+                    serde_json::json!({ "algorithm": other.take(), "raised_class_size": note });
+            }
+        }
+    }
+    timings.algorithm = t.elapsed();
     // Only the algorithm reads the classes: free them (a class per row and
     // every class's rows) before verification and the metrics, which build
     // what they need.
@@ -182,6 +212,55 @@ pub fn anonymize_cancellable(
         details: outcome.details,
         timings,
     })
+}
+
+/// Searches the smallest class size in `(failed, upper]` with which the
+/// algorithm's release meets every whole-release part
+/// ([`Privacy::check_reached`]), by bisection: `failed` missed, and classes
+/// of `upper` rows meet the parts by the models' own bound
+/// ([`crate::privacy::PrivacyModel::reached_with_classes_of`]), which the
+/// search still checks. Returns the size, the number of runs and the
+/// algorithm's outcome at that size. Bisection assumes that larger classes
+/// do not raise the mean risk or the uniques; for a heuristic that is
+/// usual rather than certain, so the size found meets the models but may
+/// not be the least that would.
+///
+/// # Errors
+/// [`crate::Error::Unsatisfiable`] when `upper` is no larger than `failed`
+/// or misses too; the algorithm's errors.
+fn raise_class_size(
+    privacy: &Privacy,
+    failed: usize,
+    upper: usize,
+    run: &dyn Fn(&Privacy) -> Result<algorithms::Outcome>,
+) -> Result<(usize, usize, algorithms::Outcome)> {
+    if upper <= failed {
+        return Err(crate::Error::Unsatisfiable(String::new()));
+    }
+    let (mut lo, mut hi) = (failed, upper);
+    let mut runs = 0;
+    let mut best: Option<algorithms::Outcome> = None;
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        let outcome = run(&privacy.with_class_floor(mid))?;
+        runs += 1;
+        if privacy.check_reached(&outcome.partition).is_ok() {
+            hi = mid;
+            best = Some(outcome);
+        } else {
+            lo = mid;
+        }
+    }
+    let outcome = match best {
+        Some(outcome) => outcome,
+        None => {
+            let outcome = run(&privacy.with_class_floor(hi))?;
+            runs += 1;
+            privacy.check_reached(&outcome.partition)?;
+            outcome
+        }
+    };
+    Ok((hi, runs, outcome))
 }
 
 /// [`anonymize_cancellable`] with the person as the unit

@@ -7,6 +7,8 @@ use super::{
     ClassView, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel,
     RecursiveCLDiversity, Requirement,
 };
+use std::sync::Arc;
+
 use crate::encode::QiTable;
 use crate::error::Result;
 use crate::spec::{Diversity, JobSpec};
@@ -22,11 +24,13 @@ use crate::spec::{Diversity, JobSpec};
 /// smaller ones). The verifier does
 /// not use the stand-in: it checks every requirement by projection, so
 /// requirement-aware algorithms are held to exactly what the job asked.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Privacy {
     /// Per-class models; `models[0]` is the requirements' stand-in when
-    /// `standin` is set.
-    models: Vec<Box<dyn PrivacyModel>>,
+    /// `standin` is set. Shared, so a job's models bound to a sample or
+    /// with a raised class size ([`Privacy::for_sample`],
+    /// [`Privacy::with_class_floor`]) are cheap copies.
+    models: Vec<Arc<dyn PrivacyModel>>,
     standin: bool,
     requirements: Vec<Requirement>,
     suppression_limit: f64,
@@ -94,7 +98,7 @@ impl Privacy {
             .max()
             .expect("at least one requirement");
         Privacy {
-            models: vec![Box::new(KAnonymity { k })],
+            models: vec![Arc::new(KAnonymity { k })],
             standin: true,
             requirements,
             suppression_limit: 0.0,
@@ -115,7 +119,7 @@ impl Privacy {
 
     /// The per-class models besides the requirements (l-diversity, ...):
     /// what a requirement-aware algorithm must check on classes itself.
-    pub fn class_models(&self) -> &[Box<dyn PrivacyModel>] {
+    pub fn class_models(&self) -> &[Arc<dyn PrivacyModel>] {
         &self.models[self.standin as usize..]
     }
 
@@ -134,8 +138,47 @@ impl Privacy {
 
     /// Adds a model.
     pub fn with_model(mut self, model: Box<dyn PrivacyModel>) -> Self {
-        self.models.push(model);
+        self.models.push(Arc::from(model));
         self
+    }
+
+    /// The models bound to a sample of `rows` records
+    /// ([`PrivacyModel::for_sample`]: estimated k-map derives its class size
+    /// from it); models that do not depend on it are shared unchanged.
+    pub fn for_sample(&self, rows: usize) -> Privacy {
+        let mut bound = self.clone();
+        for m in &mut bound.models {
+            if let Some(b) = m.for_sample(rows) {
+                *m = Arc::from(b);
+            }
+        }
+        bound
+    }
+
+    /// These models, every class also of at least `size` rows: how the
+    /// pipeline reaches a whole-release part the algorithm missed
+    /// ([`PrivacyModel::reached_with_classes_of`]). The floor is one more
+    /// per-class model; the requirements and the verifiers' models are
+    /// unchanged.
+    pub fn with_class_floor(&self, size: usize) -> Privacy {
+        self.clone().with_model(Box::new(KAnonymity { k: size }))
+    }
+
+    /// The class size with which every release meets the whole-release
+    /// parts of all models, when each of them has one
+    /// ([`PrivacyModel::reached_with_classes_of`]); `None` when some model
+    /// with such a part is not reached by larger classes.
+    pub fn reached_with_classes_of(&self) -> Option<usize> {
+        self.models
+            .iter()
+            .filter_map(|m| m.reached_with_classes_of())
+            .max()
+    }
+
+    /// Whether some model bounds the risk of every record on its own
+    /// ([`PrivacyModel::protects_alone`]), so k may be 1.
+    pub fn protects_alone(&self) -> bool {
+        self.models.iter().any(|m| m.protects_alone())
     }
 
     /// Sets the share of rows that may be suppressed.
@@ -145,7 +188,7 @@ impl Privacy {
     }
 
     /// The models.
-    pub fn models(&self) -> &[Box<dyn PrivacyModel>] {
+    pub fn models(&self) -> &[Arc<dyn PrivacyModel>] {
         &self.models
     }
 
@@ -202,8 +245,11 @@ impl Privacy {
 
     /// A readable description of all requirements and models.
     pub fn describe(&self) -> String {
+        // k = 1 beside a risk model that protects alone says nothing.
+        let trivial = |r: &&Requirement| r.k() <= 1 && !self.class_models().is_empty();
         self.requirements
             .iter()
+            .filter(|r| !trivial(r))
             .map(Requirement::describe)
             .chain(self.class_models().iter().map(|m| m.describe()))
             .collect::<Vec<_>>()

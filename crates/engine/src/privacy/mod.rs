@@ -15,8 +15,11 @@
 //! sensitive column with three ground distances; [`BetaLikeness`] (Cao and
 //! Karras, PVLDB 2012) and [`DeltaDisclosure`] (Brickell and Shmatikov, KDD
 //! 2008), which bound each value's frequency in a class against the
-//! table's; and [`RiskThreshold`], a bound on the largest and the mean
-//! prosecutor risk of a release.
+//! table's; [`RiskThreshold`] and [`AverageRisk`], bounds on the largest
+//! and the mean prosecutor risk of a release (the latter as ARX's average
+//! re-identification risk, with records at risk); [`UniquenessThreshold`],
+//! a bound on the sample or estimated population uniques; and [`KMap`],
+//! Sweeney's k-map estimated from the sampling fraction as ARX does.
 //!
 //! One model per file: [`KAnonymity`] and the l-diversity models; an
 //! anonymity [`Requirement`] on a subset of the QIs is not a per-class
@@ -32,19 +35,38 @@ mod k_anonymity;
 mod l_diversity;
 mod likeness;
 pub(crate) use l_diversity::hitting_number_of;
+mod average_risk;
+mod k_map;
 pub mod registry;
 mod requirement;
 mod risk_threshold;
 mod t_closeness;
+mod uniqueness;
 
+pub use average_risk::AverageRisk;
 pub use job::Privacy;
 pub use k_anonymity::KAnonymity;
+pub use k_map::{CellSizeEstimator, KMap};
 pub(crate) use l_diversity::{entropy, frequencies};
 pub use l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
 pub use likeness::{BetaLikeness, DeltaDisclosure};
 pub use requirement::Requirement;
 pub use risk_threshold::RiskThreshold;
 pub use t_closeness::{GroundDistance, TCloseness};
+pub use uniqueness::{UniquenessThreshold, UniquenessThresholdModel};
+
+/// The sizes of the published classes of an algorithm's partition (groups
+/// with equal published tuples are one class), for whole-release models
+/// that judge a release by its class sizes.
+pub(crate) fn published_class_sizes(partition: &crate::partition::Partition) -> Vec<usize> {
+    let (class_of_group, classes) = partition.published_classes();
+    let mut class_sizes = vec![0usize; classes];
+    for (g, size) in partition.group_sizes().into_iter().enumerate() {
+        class_sizes[class_of_group[g] as usize] += size;
+    }
+    class_sizes.retain(|&s| s > 0);
+    class_sizes
+}
 
 /// One class of a (working or released) table, as models see it.
 #[derive(Debug, Clone, Copy)]
@@ -149,6 +171,34 @@ pub trait PrivacyModel: Debug + Send + Sync {
     fn check_reached(&self, partition: &crate::partition::Partition) -> Result<()> {
         let _ = partition;
         Ok(())
+    }
+    /// A class size with which every release meets this model's
+    /// whole-release part ([`PrivacyModel::check_reached`]): when the
+    /// algorithm's release misses it, the pipeline runs the algorithm again
+    /// with a larger smallest class, searching for the smallest size
+    /// between the job's and this one that reaches it
+    /// ([`crate::pipeline::anonymize`]). `None`, the default, says larger
+    /// classes do not help (or there is no such part): a miss then stops
+    /// the job.
+    fn reached_with_classes_of(&self) -> Option<usize> {
+        None
+    }
+    /// Whether the model bounds the re-identification risk of every record
+    /// on its own (an average-risk or uniqueness threshold), so a job that
+    /// names it may leave k at 1 (ARX's risk-based models are used this
+    /// way). `false`, the default, keeps the rule that a job sets k >= 2
+    /// or l >= 2.
+    fn protects_alone(&self) -> bool {
+        false
+    }
+    /// The model for a sample of `rows` records, for models whose
+    /// threshold depends on the size of the sample (estimated k-map derives
+    /// its class size from the sampling fraction). The pipeline binds every
+    /// model to the rows it anonymises before the algorithm runs; `None`,
+    /// the default, keeps the model as it is.
+    fn for_sample(&self, rows: usize) -> Option<Box<dyn PrivacyModel>> {
+        let _ = rows;
+        None
     }
     /// Checks, before any work, that the table (with `active_rows` rows the
     /// algorithms may publish, of which up to `max_suppressed` may be

@@ -30,14 +30,36 @@
 //! [privacy.models.risk-threshold]
 //! k = 10        # no record's prosecutor risk above 1/10
 //! mean = 0.05   # mean prosecutor risk below 5 %
+//!
+//! [privacy.models.average-risk]  # ARX's average re-identification risk
+//! average = 0.05                 # mean prosecutor risk at most 5 %
+//! highest = 0.2                  # records above risk 1/5 are at risk ...
+//! records_at_risk = 0.01         # ... and at most 1 % of them may be
+//!
+//! [privacy.models.population-uniqueness]
+//! threshold = 0.01          # at most 1 % of the population unique
+//! model = "dankar"          # or "pitman", "zayatz", "snb"
+//! population_size = 240000000  # default: `[risk] population_size`
+//!
+//! [privacy.models.sample-uniqueness]
+//! threshold = 0.01          # at most 1 % of the release alone in its class
+//!
+//! [privacy.models.k-map]    # estimated from the sampling fraction, as ARX
+//! k = 10
+//! population_size = 240000000  # default: `[risk] population_size`
+//! significance = 0.01       # default
+//! estimator = "poisson"     # or "zero-truncated-poisson"
 //! ```
 
 use serde::Deserialize;
 
+use super::average_risk::AverageRisk;
+use super::k_map::{CellSizeEstimator, KMap};
 use super::l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
 use super::likeness::{BetaLikeness, DeltaDisclosure};
 use super::risk_threshold::RiskThreshold;
 use super::t_closeness::{GroundDistance, TCloseness};
+use super::uniqueness::{UniquenessThreshold, UniquenessThresholdModel};
 use super::PrivacyModel;
 use crate::error::{Error, Result};
 use crate::registry::{Named, Registry};
@@ -217,6 +239,192 @@ fn risk_threshold(_: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn
     })])
 }
 
+/// A share parameter in `(0, 1]` (or `[0, 1]` when `zero` is allowed),
+/// or an error naming the setting and what it bounds.
+fn share(name: &str, setting: &str, v: f64, zero: bool, what: &str) -> Result<f64> {
+    let ok = if zero {
+        (0.0..=1.0).contains(&v)
+    } else {
+        v > 0.0 && v <= 1.0
+    };
+    if ok {
+        Ok(v)
+    } else {
+        Err(Error::spec(
+            format!("privacy.models.{name}.{setting}"),
+            format!(
+                "{setting} = {v} is not in {}: it is {what}",
+                if zero { "[0, 1]" } else { "(0, 1]" }
+            ),
+        ))
+    }
+}
+
+/// Parameters of `[privacy.models.average-risk]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AverageRiskParams {
+    average: f64,
+    highest: Option<f64>,
+    records_at_risk: Option<f64>,
+}
+
+fn average_risk(_: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "average-risk";
+    let p: AverageRiskParams = serde_json::from_value(params.clone())
+        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    let average = share(
+        NAME,
+        "average",
+        p.average,
+        false,
+        "the largest mean prosecutor risk (classes / rows), e.g. average = 0.05",
+    )?;
+    let highest = p
+        .highest
+        .map(|h| {
+            share(
+                NAME,
+                "highest",
+                h,
+                false,
+                "the risk above which a record is at risk, e.g. highest = 0.2 (classes of 5)",
+            )
+        })
+        .transpose()?;
+    if p.records_at_risk.is_some() && highest.is_none() {
+        return Err(Error::spec(
+            format!("privacy.models.{NAME}.records_at_risk"),
+            "records_at_risk is the share of records above `highest`: give `highest` too (e.g. highest = 0.2)",
+        ));
+    }
+    let records_at_risk = share(
+        NAME,
+        "records_at_risk",
+        p.records_at_risk.unwrap_or(0.0),
+        true,
+        "the largest share of records whose risk is above `highest`, e.g. 0.01",
+    )?;
+    Ok(vec![Box::new(AverageRisk {
+        average,
+        highest,
+        records_at_risk,
+    })])
+}
+
+/// `population_size`, or the job's `[risk] population_size`.
+fn population_size_of(name: &str, spec: &JobSpec, given: Option<u64>) -> Result<u64> {
+    match given.or(spec.risk.population_size) {
+        Some(0) => Err(Error::spec(
+            format!("privacy.models.{name}.population_size"),
+            "must be the number of records of the population (at least the input's)",
+        )),
+        Some(n) => Ok(n),
+        None => Err(Error::spec(
+            format!("privacy.models.{name}.population_size"),
+            "give the size of the population the data was drawn from (here or as `[risk] population_size`), e.g. population_size = 240000000",
+        )),
+    }
+}
+
+/// Parameters of `[privacy.models.population-uniqueness]` and
+/// `[privacy.models.sample-uniqueness]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UniquenessParams {
+    threshold: f64,
+    model: Option<UniquenessThresholdModel>,
+    population_size: Option<u64>,
+}
+
+fn population_uniqueness(
+    spec: &JobSpec,
+    params: &serde_json::Value,
+) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "population-uniqueness";
+    let p: UniquenessParams = serde_json::from_value(params.clone())
+        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    let model = p.model.unwrap_or_default();
+    if model == UniquenessThresholdModel::Sample {
+        return Err(Error::spec(
+            format!("privacy.models.{NAME}.model"),
+            "the sample's uniques are `[privacy.models.sample-uniqueness]`; choose model = \"dankar\", \"pitman\", \"zayatz\" or \"snb\"",
+        ));
+    }
+    Ok(vec![Box::new(UniquenessThreshold {
+        threshold: share(
+            NAME,
+            "threshold",
+            p.threshold,
+            false,
+            "the largest share of the population estimated to be unique, e.g. 0.01",
+        )?,
+        model,
+        population_size: Some(population_size_of(NAME, spec, p.population_size)?),
+    })])
+}
+
+fn sample_uniqueness(
+    _: &JobSpec,
+    params: &serde_json::Value,
+) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "sample-uniqueness";
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Params {
+        threshold: f64,
+    }
+    let p: Params = serde_json::from_value(params.clone())
+        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    Ok(vec![Box::new(UniquenessThreshold {
+        threshold: share(
+            NAME,
+            "threshold",
+            p.threshold,
+            false,
+            "the largest share of the release's records alone in their class, e.g. 0.01",
+        )?,
+        model: UniquenessThresholdModel::Sample,
+        population_size: None,
+    })])
+}
+
+/// Parameters of `[privacy.models.k-map]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KMapParams {
+    k: usize,
+    population_size: Option<u64>,
+    significance: Option<f64>,
+    estimator: Option<CellSizeEstimator>,
+}
+
+fn k_map(spec: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    const NAME: &str = "k-map";
+    let p: KMapParams = serde_json::from_value(params.clone())
+        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    if p.k < 2 {
+        return Err(Error::spec(
+            format!("privacy.models.{NAME}.k"),
+            format!("k = {} protects nobody: every class must match at least k >= 2 people of the population", p.k),
+        ));
+    }
+    let significance = p.significance.unwrap_or(0.01);
+    if !(0.0..1.0).contains(&significance) {
+        return Err(Error::spec(
+            format!("privacy.models.{NAME}.significance"),
+            format!("significance = {significance} is not in [0, 1): it is the largest accepted chance that a class matches fewer than k people, e.g. 0.01"),
+        ));
+    }
+    Ok(vec![Box::new(KMap {
+        k: p.k,
+        population_size: population_size_of(NAME, spec, p.population_size)?,
+        significance,
+        estimator: p.estimator.unwrap_or_default(),
+        sample_rows: None,
+    })])
+}
+
 /// The sensitive columns a per-column model reads: `column`, or every
 /// sensitive attribute; each must be an attribute with `role =
 /// "sensitive"`.
@@ -381,6 +589,26 @@ const BUILT_IN: &[ModelRegistration] = &[
         name: "delta-disclosure",
         summary: "every value's frequency p in a class has |log2(p / q)| < delta against the table's q (Brickell and Shmatikov, KDD 2008)",
         build: delta_disclosure,
+    },
+    ModelRegistration {
+        name: "average-risk",
+        summary: "the mean prosecutor risk is at most `average`; optionally at most the share `records_at_risk` of records above risk `highest` (ARX's average re-identification risk)",
+        build: average_risk,
+    },
+    ModelRegistration {
+        name: "population-uniqueness",
+        summary: "at most the share `threshold` of the population is estimated unique from the release (Pitman, Zayatz, SNB or Dankar's rule, as ARX)",
+        build: population_uniqueness,
+    },
+    ModelRegistration {
+        name: "sample-uniqueness",
+        summary: "at most the share `threshold` of the release's records are alone in their class",
+        build: sample_uniqueness,
+    },
+    ModelRegistration {
+        name: "k-map",
+        summary: "every class matches at least k people of the population, estimated from the sampling fraction with a significance level as ARX (Sweeney 2001)",
+        build: k_map,
     },
     ModelRegistration {
         name: "risk-threshold",

@@ -110,13 +110,7 @@ impl PrivacyModel for RiskThreshold {
     /// class at least `k` rows but do not aim at the mean, so a mean not
     /// below the bound is a model this run could not reach (exit 3).
     fn check_reached(&self, partition: &crate::partition::Partition) -> Result<()> {
-        // Rows per published class: groups with equal tuples are one class.
-        let (class_of_group, classes) = partition.published_classes();
-        let mut class_sizes = vec![0usize; classes];
-        for (g, size) in partition.group_sizes().into_iter().enumerate() {
-            class_sizes[class_of_group[g] as usize] += size;
-        }
-        class_sizes.retain(|&s| s > 0);
+        let class_sizes = super::published_class_sizes(partition);
         let rows: usize = class_sizes.iter().sum();
         let mean = Self::mean_risk(class_sizes.len(), rows);
         if rows > 0 && mean >= self.mean {
@@ -130,6 +124,10 @@ impl PrivacyModel for RiskThreshold {
             )));
         }
         Ok(())
+    }
+    /// Classes of more than `1/mean` rows give a mean risk below `mean`.
+    fn reached_with_classes_of(&self) -> Option<usize> {
+        Some(((1.0 / self.mean).floor() as usize + 1).max(self.k))
     }
     fn check_feasible(
         &self,

@@ -8,10 +8,16 @@ use crate::error::{Error, Result};
 impl JobSpec {
     /// [`Error::Spec`] naming the setting.
     pub fn validate(&self) -> Result<()> {
-        if self.privacy.k == 0 && self.privacy.requirements.is_empty() {
+        // Every model of `[privacy.models]` is registered and its
+        // parameters build.
+        let models = crate::privacy::registry::build_all(self)?;
+        // A model that bounds every record's risk on its own (an
+        // average-risk or uniqueness threshold, k-map) may stand without k.
+        let protected_by_a_model = models.iter().any(|m| m.protects_alone());
+        if self.privacy.k == 0 && self.privacy.requirements.is_empty() && !protected_by_a_model {
             return Err(Error::spec(
                 "privacy.k",
-                "give k (at least 2) or `privacy.requirements`",
+                "give k (at least 2), `privacy.requirements`, or a risk model such as `[privacy.models.average-risk]`",
             ));
         }
         if let Some(s) = self.privacy.suppression_limit {
@@ -25,9 +31,6 @@ impl JobSpec {
         self.validate_diversity()?;
         self.validate_entity()?;
         self.risk.validate()?;
-        // Every model of `[privacy.models]` is registered and its
-        // parameters build.
-        crate::privacy::registry::build_all(self)?;
         let strongest = self
             .privacy
             .requirements
@@ -38,11 +41,14 @@ impl JobSpec {
             .unwrap_or(0);
         // (A requirement of k = 0 is refused with its own message by
         // `Privacy::from_spec`.)
-        if strongest < 2 && self.privacy.requirements.iter().all(|r| r.k > 0) {
+        if strongest < 2
+            && !protected_by_a_model
+            && self.privacy.requirements.iter().all(|r| r.k > 0)
+        {
             return Err(Error::spec(
                 "privacy.k",
                 format!(
-                    "k = {} protects nobody (every record may be a class of its own); set k >= 2 (or l >= 2 for l-diversity alone)",
+                    "k = {} protects nobody (every record may be a class of its own); set k >= 2 (or l >= 2 for l-diversity alone, or a risk model such as `[privacy.models.average-risk]`)",
                     self.privacy.k
                 ),
             ));

@@ -148,6 +148,13 @@ impl Run<'_> {
                 r.smallest_class
             ),
         }
+        if let Some(raised) = result.details.get("raised_class_size") {
+            outln!(
+                "  class size    raised to {} for the risk models ({} more runs of the algorithm)",
+                raised["size"],
+                raised["runs"]
+            );
+        }
         outln!(
             "  loss          NCP {:.4}, granularity {:.4}, distortion ratio {:.4}",
             r.ncp,

@@ -1,0 +1,184 @@
+/*
+ * ArxModels: ARX 3.9.2 on Adult (8 QIs, ARX hierarchies) under five privacy models, the ARX side of
+ * kanon's configs/adult-{beta-likeness,delta-disclosure,k-map,average-risk,population-uniqueness}.toml.
+ * Public ARX API only; compiled and run by arx-models.sh (next to this file).
+ *
+ *   java -Xmx6g -cp arx-core.jar:<deps>:<classes> ArxModels MODEL WARM DATADIR RELEASE_CSV [ALG]
+ *
+ * MODEL  beta-likeness          KAnonymity(10) + EnhancedBLikeness("salary-class", 1.0)
+ *        delta-disclosure       KAnonymity(10) + DDisclosurePrivacy("salary-class", 1.2)  (log2 in ARX)
+ *        k-map                  KMap(10, 0.01, ARXPopulationModel.create(301620L), POISSON), no KAnonymity
+ *        average-risk           AverageReidentificationRisk(0.05, 0.2, 0.02), no KAnonymity
+ *        population-uniqueness  PopulationUniqueness(0.001, DANKAR, ARXPopulationModel.create(301620L)),
+ *                               no KAnonymity
+ * WARM   warm runs after the first (cold) run of this JVM; the median warm anonymize time is reported
+ * DATADIR  directory with adult.csv and adult_hierarchy_<qi>.csv (';')
+ * RELEASE_CSV  release of the cold run (';', ARX's '*' for suppressed cells)
+ * ALG    local (default): the ARX GUI's local recoding (as AdultBench "local"): suppression limit
+ *                1 - 1/100, Metric.createLossMetric(0.0), anonymize, getOutput(false),
+ *                result.optimizeIterativeFast(output, 1/100). If a model does not support local
+ *                recoding (PopulationUniqueness), it falls back to global and says so.
+ *        global: Flash (AnonymizationAlgorithm.OPTIMAL), suppression limit SUPP (env ARX_GLOBAL_SUPP,
+ *                default 0, the ARX GUI default), Metric.createLossMetric().
+ *
+ * anon_ms = anonymize + getOutput(false) (+ optimizeIterativeFast for local); loading and saving
+ * are not included. One summary line (key=value) is printed on stdout.
+ */
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+import org.deidentifier.arx.ARXAnonymizer;
+import org.deidentifier.arx.ARXConfiguration;
+import org.deidentifier.arx.ARXConfiguration.AnonymizationAlgorithm;
+import org.deidentifier.arx.ARXPopulationModel;
+import org.deidentifier.arx.ARXResult;
+import org.deidentifier.arx.AttributeType;
+import org.deidentifier.arx.AttributeType.Hierarchy;
+import org.deidentifier.arx.Data;
+import org.deidentifier.arx.DataHandle;
+import org.deidentifier.arx.aggregates.StatisticsEquivalenceClasses;
+import org.deidentifier.arx.criteria.AverageReidentificationRisk;
+import org.deidentifier.arx.criteria.DDisclosurePrivacy;
+import org.deidentifier.arx.criteria.EnhancedBLikeness;
+import org.deidentifier.arx.criteria.KAnonymity;
+import org.deidentifier.arx.criteria.KMap;
+import org.deidentifier.arx.criteria.PopulationUniqueness;
+import org.deidentifier.arx.criteria.PrivacyCriterion;
+import org.deidentifier.arx.metric.Metric;
+import org.deidentifier.arx.risk.RiskEstimateBuilder;
+import org.deidentifier.arx.risk.RiskModelPopulationUniqueness.PopulationUniquenessModel;
+
+public class ArxModels {
+
+    static final String[] QIS = { "age", "sex", "race", "marital-status", "education",
+                                  "native-country", "workclass", "occupation" };
+    static final String SENSITIVE = "salary-class";
+    static final int ITERATIONS = 100;          // ARX GUI default for local recoding
+    static final long POPULATION = 301620L;     // Adult's 30,162 rows as a 10 % sample
+
+    static Data load(File dir, boolean sensitive) throws IOException {
+        Data data = Data.create(new File(dir, "adult.csv"), StandardCharsets.UTF_8, ';');
+        for (String qi : QIS) {
+            Hierarchy h = Hierarchy.create(new File(dir, "adult_hierarchy_" + qi + ".csv"), StandardCharsets.UTF_8, ';');
+            data.getDefinition().setAttributeType(qi, h);
+        }
+        data.getDefinition().setAttributeType(SENSITIVE,
+                sensitive ? AttributeType.SENSITIVE_ATTRIBUTE : AttributeType.INSENSITIVE_ATTRIBUTE);
+        return data;
+    }
+
+    static boolean needsSensitive(String model) {
+        return model.equals("beta-likeness") || model.equals("delta-disclosure");
+    }
+
+    static PrivacyCriterion[] models(String model) {
+        switch (model) {
+        case "beta-likeness":
+            return new PrivacyCriterion[] { new KAnonymity(10), new EnhancedBLikeness(SENSITIVE, 1.0) };
+        case "delta-disclosure":
+            return new PrivacyCriterion[] { new KAnonymity(10), new DDisclosurePrivacy(SENSITIVE, 1.2) };
+        case "k-map":
+            return new PrivacyCriterion[] { new KMap(10, 0.01, ARXPopulationModel.create(POPULATION),
+                                                     KMap.CellSizeEstimator.POISSON) };
+        case "average-risk":
+            return new PrivacyCriterion[] { new AverageReidentificationRisk(0.05, 0.2, 0.02) };
+        case "population-uniqueness":
+            return new PrivacyCriterion[] { new PopulationUniqueness(0.001, PopulationUniquenessModel.DANKAR,
+                                                                     ARXPopulationModel.create(POPULATION)) };
+        default:
+            throw new IllegalArgumentException("unknown model: " + model);
+        }
+    }
+
+    static ARXConfiguration config(String model, String alg, double globalSupp) {
+        ARXConfiguration c = ARXConfiguration.create();
+        for (PrivacyCriterion p : models(model)) c.addPrivacyModel(p);
+        c.setAlgorithm(AnonymizationAlgorithm.OPTIMAL);
+        if (alg.equals("global")) {
+            c.setSuppressionLimit(globalSupp);
+            c.setQualityModel(Metric.createLossMetric());
+        } else {
+            c.setSuppressionLimit(1d - 1d / ITERATIONS);
+            c.setQualityModel(Metric.createLossMetric(0d));
+        }
+        return c;
+    }
+
+    static boolean localSupported(String model) {
+        for (PrivacyCriterion p : models(model)) if (!p.isLocalRecodingSupported()) return false;
+        return true;
+    }
+
+    static final class Run { double anonMs; DataHandle output; ARXResult result; String transformation = ""; }
+
+    static Run once(String model, String alg, double supp, File dir) throws Exception {
+        Data data = load(dir, needsSensitive(model));
+        ARXConfiguration cfg = config(model, alg, supp);
+        Run r = new Run();
+        long t1 = System.nanoTime();
+        ARXResult result = new ARXAnonymizer().anonymize(data, cfg);
+        DataHandle output = result.isResultAvailable() ? result.getOutput(false) : null;
+        if (output != null && alg.equals("local")) result.optimizeIterativeFast(output, 1d / ITERATIONS);
+        long t2 = System.nanoTime();
+        if (output == null) throw new IllegalStateException("ARX found no solution for " + model + " (" + alg + ")");
+        r.anonMs = (t2 - t1) / 1e6; r.output = output; r.result = result;
+        if (result.getGlobalOptimum() != null) {
+            int[] lv = new int[QIS.length];
+            for (int i = 0; i < QIS.length; i++) lv[i] = result.getGlobalOptimum().getGeneralization(QIS[i]);
+            r.transformation = Arrays.toString(lv).replace(",", "").replace(" ", "");
+        }
+        return r;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 4) {
+            System.err.println("usage: ArxModels MODEL WARM DATADIR RELEASE_CSV [local|global]");
+            System.exit(2);
+        }
+        String model = args[0];
+        int warm = Integer.parseInt(args[1]);
+        File dir = new File(args[2]);
+        File release = new File(args[3]);
+        String alg = args.length > 4 ? args[4] : "local";
+        double supp = Double.parseDouble(System.getenv().getOrDefault("ARX_GLOBAL_SUPP", "0"));
+        String note = "";
+        if (alg.equals("local") && !localSupported(model)) {
+            alg = "global";
+            note = "local recoding not supported by this model in ARX (isLocalRecodingSupported()=false): fell back to global Flash";
+            System.err.println(model + ": " + note + ", suppression limit " + supp);
+        }
+
+        Run cold = once(model, alg, supp, dir);
+        cold.output.save(release, ';');
+        double[] w = new double[warm];
+        for (int i = 0; i < warm; i++) {
+            Run r = once(model, alg, supp, dir);
+            w[i] = r.anonMs;
+            r.output.release();
+        }
+        double[] s = w.clone(); Arrays.sort(s);
+        double median = warm == 0 ? cold.anonMs : (warm % 2 == 1 ? s[warm / 2] : (s[warm / 2 - 1] + s[warm / 2]) / 2);
+
+        // ARX's own view of the cold run's release (not timed)
+        StatisticsEquivalenceClasses ec = cold.output.getStatistics().getEquivalenceClassStatistics();
+        double gran = 1d - cold.output.getStatistics().getQualityStatistics().getGranularity().getArithmeticMean(true);
+        String derivedK = "";
+        KMap km = cold.result.getConfiguration().getPrivacyModel(KMap.class);
+        if (km != null) derivedK = String.valueOf(km.getDerivedK());
+        RiskEstimateBuilder risk = cold.output.getRiskEstimator(ARXPopulationModel.create(POPULATION));
+        double avgRisk = risk.getSampleBasedReidentificationRisk().getEstimatedProsecutorRisk();
+        double uniq = risk.getSampleBasedUniquenessRisk().getFractionOfUniqueRecords();
+        double popUniqDankar = risk.getPopulationBasedUniquenessRisk().getFractionOfUniqueTuplesDankar();
+
+        System.out.printf("model=%s alg=%s supp_limit=%s cold_anon_ms=%.0f warm_anon_ms=%s median_warm_anon_ms=%.0f " +
+                          "transformation=%s classes=%d suppressed=%d min_class=%d arx_granularity=%.4f derived_k=%s " +
+                          "arx_prosecutor_risk=%.5f arx_sample_unique_frac=%.5f arx_pop_unique_dankar=%.6f%s%n",
+                          model, alg, alg.equals("global") ? String.valueOf(supp) : String.valueOf(1d - 1d / ITERATIONS),
+                          cold.anonMs, Arrays.toString(Arrays.stream(w).mapToLong(Math::round).toArray()).replace(" ", ""),
+                          median, cold.transformation, ec.getNumberOfEquivalenceClasses(), ec.getNumberOfSuppressedRecords(),
+                          ec.getMinimalEquivalenceClassSize(), gran, derivedK, avgRisk, uniq, popUniqDankar,
+                          note.isEmpty() ? "" : " note=\"" + note + "\"");
+    }
+}
