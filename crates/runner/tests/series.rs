@@ -336,6 +336,20 @@ fn a_history_that_cannot_check_the_series_is_refused() {
     let o = publish(&job_r, &day2, &d.join("other"), &[]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(stderr(&o).contains("privacy.entity"), "{}", show(&o));
+    // A model the series check does not know (it counts k and distinct l
+    // per atom of the versions): refused, not certified unchecked.
+    let o = publish(
+        &job_h,
+        &day2,
+        &d.join("modelled"),
+        &["privacy.models.average-risk.average=0.2"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("not for the job's `[privacy.models]` (average-risk)"),
+        "{}",
+        show(&o)
+    );
     // A Parquet release replaced by the same job's release of another
     // input is a series readers can diff: refused (exit 3, the first
     // release kept) unless the job file accepts it; the same input again

@@ -92,6 +92,19 @@ impl Policy {
                     )
                     .into());
                 }
+                // The check of a series counts people per atom for k and
+                // distinct l only: a model of `[privacy.models]` (a mean
+                // risk, t-closeness, k-map, ...) across versions is not
+                // checked, so such a series is not certified (fail closed).
+                if !spec.privacy.models.is_empty() {
+                    let names: Vec<&str> =
+                        spec.privacy.models.keys().map(String::as_str).collect();
+                    return Err(Failure::bad_input(format!(
+                        "`output.history` checks a table's versions as one release for k and distinct l only, not for the job's `[privacy.models]` ({}); a reader comparing versions is not bound by them. Remove `output.history` to publish this job as the table's only release (a commit onto readable rows is then refused), or drop the models and state k (and l)",
+                        names.join(", ")
+                    ))
+                    .into());
+                }
                 Ok(Policy::Checked {
                     state,
                     k: spec.strictest_k(),
