@@ -58,6 +58,8 @@ pub fn risk_schema() -> SchemaRef {
             Field::new("uniqueness_model", DataType::Utf8, true),
             Field::new("msus", DataType::Int64, true),
             Field::new("riskiest_qis", DataType::Utf8, true),
+            Field::new("models_met", DataType::Boolean, true),
+            Field::new("models", DataType::Utf8, true),
         ]))
     }))
 }
@@ -242,6 +244,20 @@ impl ExecutionPlan for KanonRiskExec {
                             .as_ref()
                             .and_then(|m| m.top_combinations.first())
                             .map(|c| c.attributes.join(", "))),
+                        Arc::new(BooleanArray::from(vec![
+                            (!r.models.is_empty()).then(|| r.models.iter().all(|m| m.met))
+                        ])),
+                        s((!r.models.is_empty()).then(|| {
+                            r.models
+                                .iter()
+                                // A violation names its model already.
+                                .map(|m| match m.met {
+                                    true => format!("{}: {}", m.model, m.detail),
+                                    false => m.detail.clone(),
+                                })
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        })),
                     ],
                 )?;
                 let batch = match &projection {

@@ -99,6 +99,21 @@ pub struct TableRisk {
     /// Every risk measure of the table ([`RiskProfile`]), with the job's
     /// `[risk]` settings.
     pub profile: RiskProfile,
+    /// Every privacy model of the job beyond its requirements (l-diversity,
+    /// `[privacy.models]`), judged on the table's classes as the release
+    /// verifier judges them.
+    pub models: Vec<ModelStanding>,
+}
+
+/// Whether a table meets one privacy model, by counts only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelStanding {
+    /// The model with its parameters.
+    pub model: String,
+    /// Whether the table's classes satisfy it.
+    pub met: bool,
+    /// What the table achieves under it, or what violates it.
+    pub detail: String,
 }
 
 /// Computes the risk and loss of `batches` (all of `schema`) for the QIs and
@@ -180,14 +195,29 @@ pub fn table_risk(
         ncp_sum += column_ncp_sum(&table, col, hierarchy.map(|h| h.as_ref()), numeric)?;
     }
     let cells = (active * table.n_qi()).max(1) as f64;
-    let requirements = crate::privacy::Privacy::from_spec(spec)?
-        .requirements()
-        .to_vec();
+    let privacy = crate::privacy::Privacy::from_spec(spec)?;
+    let requirements = privacy.requirements().to_vec();
+    let class_rows: Vec<&[u32]> = (0..classes.len()).map(|c| classes.rows(c)).collect();
+    let models = privacy
+        .class_models()
+        .iter()
+        .map(|m| {
+            let violation = m.check_release(&table, &class_rows);
+            ModelStanding {
+                model: m.describe(),
+                met: violation.is_none(),
+                detail: violation
+                    .or_else(|| m.achieved(&table, &class_rows))
+                    .unwrap_or_else(|| "met".to_string()),
+            }
+        })
+        .collect();
     let profile = risk_profile(&table, None, &spec.risk.options(active))?;
     let (standing_of_requirements, rows_below_requirements) =
         requirement_standing(&table, &requirements);
     Ok(TableRisk {
         requirements: standing_of_requirements,
+        models,
         rows_below_requirements,
         profile,
         rows: rows_read,
