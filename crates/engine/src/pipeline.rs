@@ -143,13 +143,11 @@ pub fn anonymize_cancellable(
         let Some(upper) = privacy.reached_with_classes_of() else {
             return Err(missed);
         };
-        let (size, runs, raised) =
-            raise_class_size(privacy, privacy.min_class_size(), upper.min(active), &run).map_err(
-                |e| match e {
-                    crate::Error::Unsatisfiable(_) => missed,
-                    other => other,
-                },
-            )?;
+        let Some((size, runs, raised)) =
+            raise_class_size(privacy, privacy.min_class_size(), upper.min(active), &run)?
+        else {
+            return Err(missed);
+        };
         outcome = raised;
         let note = serde_json::json!({ "size": size, "runs": runs });
         match &mut outcome.details {
@@ -225,17 +223,19 @@ pub fn anonymize_cancellable(
 /// usual rather than certain, so the size found meets the models but may
 /// not be the least that would.
 ///
+/// `None` when `upper` is no larger than `failed`, or misses too.
+///
 /// # Errors
-/// [`crate::Error::Unsatisfiable`] when `upper` is no larger than `failed`
-/// or misses too; the algorithm's errors.
+/// The algorithm's errors (a probe that cannot run stops the search with
+/// its own reason).
 fn raise_class_size(
     privacy: &Privacy,
     failed: usize,
     upper: usize,
     run: &dyn Fn(&Privacy) -> Result<algorithms::Outcome>,
-) -> Result<(usize, usize, algorithms::Outcome)> {
+) -> Result<Option<(usize, usize, algorithms::Outcome)>> {
     if upper <= failed {
-        return Err(crate::Error::Unsatisfiable(String::new()));
+        return Ok(None);
     }
     let (mut lo, mut hi) = (failed, upper);
     let mut runs = 0;
@@ -256,11 +256,13 @@ fn raise_class_size(
         None => {
             let outcome = run(&privacy.with_class_floor(hi))?;
             runs += 1;
-            privacy.check_reached(&outcome.partition)?;
+            if privacy.check_reached(&outcome.partition).is_err() {
+                return Ok(None);
+            }
             outcome
         }
     };
-    Ok((hi, runs, outcome))
+    Ok(Some((hi, runs, outcome)))
 }
 
 /// [`anonymize_cancellable`] with the person as the unit

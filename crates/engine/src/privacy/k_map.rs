@@ -175,20 +175,18 @@ impl PrivacyModel for KMap {
             ..self.clone()
         }))
     }
-    fn achieved(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+    fn achieved(&self, _table: &QiTable, classes: &[&[u32]]) -> Option<String> {
         let rows: usize = classes.iter().map(|c| c.len()).sum();
         let (derived, error) = self.derived_k(self.sample_rows.unwrap_or(rows));
-        let _ = table;
         Some(format!(
             "derived k' = {derived} (type I error {error:.4}), smallest class {}",
             classes.iter().map(|c| c.len()).min().unwrap_or(0)
         ))
     }
-    fn check_release(&self, table: &QiTable, classes: &[&[u32]]) -> Option<String> {
+    fn check_release(&self, _table: &QiTable, classes: &[&[u32]]) -> Option<String> {
         // The sample is the release's rows unless the model is bound.
         let rows: usize = classes.iter().map(|c| c.len()).sum();
         let derived = self.derived_k(self.sample_rows.unwrap_or(rows)).0;
-        let _ = table;
         let failing = classes.iter().filter(|c| c.len() < derived).count();
         (failing > 0).then(|| {
             format!(
@@ -197,7 +195,12 @@ impl PrivacyModel for KMap {
             )
         })
     }
-    fn check_feasible(&self, table: &QiTable, active: usize, _max_suppressed: usize) -> Result<()> {
+    fn check_feasible(
+        &self,
+        _table: &QiTable,
+        active: usize,
+        _max_suppressed: usize,
+    ) -> Result<()> {
         if (self.population_size as usize) < active {
             return Err(Error::spec(
                 "privacy.models.k-map.population_size",
@@ -208,7 +211,6 @@ impl PrivacyModel for KMap {
             ));
         }
         // k' never exceeds the rows (one class of every row meets it).
-        let _ = table;
         Ok(())
     }
 }
