@@ -87,6 +87,13 @@ impl Named for ModelRegistration {
     }
 }
 
+/// A model's parameters as `T`, or an error naming `setting` (the model's
+/// `privacy.models.NAME`) and what serde found wrong (an unknown field, a
+/// missing one, a value of the wrong type).
+fn parse<T: serde::de::DeserializeOwned>(setting: &str, params: &serde_json::Value) -> Result<T> {
+    serde_json::from_value(params.clone()).map_err(|e| Error::spec(setting, e.to_string()))
+}
+
 /// Parameters of the l-diversity models when named under
 /// `[privacy.models]`: one sensitive `column` (default: every column
 /// `privacy.sensitive` names), `l`, and `c` for recursive (c,l).
@@ -103,8 +110,7 @@ fn l_params(
     spec: &JobSpec,
     params: &serde_json::Value,
 ) -> Result<(Vec<String>, LParams)> {
-    let p: LParams = serde_json::from_value(params.clone())
-        .map_err(|e| Error::spec(format!("privacy.models.{name}"), e.to_string()))?;
+    let p: LParams = parse(&format!("privacy.models.{name}"), params)?;
     if p.l < 2 {
         return Err(Error::spec(
             format!("privacy.models.{name}.l"),
@@ -151,8 +157,7 @@ struct TParams {
 /// the column's data (ordered for numbers, else equal).
 fn t_closeness(spec: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
     const NAME: &str = "privacy.models.t-closeness";
-    let p: TParams =
-        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    let p: TParams = parse(NAME, params)?;
     if !(p.t > 0.0 && p.t <= 1.0) {
         return Err(Error::spec(
             format!("{NAME}.t"),
@@ -216,8 +221,7 @@ struct RiskParams {
 
 fn risk_threshold(_: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
     const NAME: &str = "privacy.models.risk-threshold";
-    let p: RiskParams =
-        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    let p: RiskParams = parse(NAME, params)?;
     if p.k < 2 {
         return Err(Error::spec(
             format!("{NAME}.k"),
@@ -271,8 +275,7 @@ struct AverageRiskParams {
 
 fn average_risk(_: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
     const NAME: &str = "average-risk";
-    let p: AverageRiskParams = serde_json::from_value(params.clone())
-        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    let p: AverageRiskParams = parse(&format!("privacy.models.{NAME}"), params)?;
     let average = share(
         NAME,
         "average",
@@ -342,8 +345,7 @@ fn population_uniqueness(
     params: &serde_json::Value,
 ) -> Result<Vec<Box<dyn PrivacyModel>>> {
     const NAME: &str = "population-uniqueness";
-    let p: UniquenessParams = serde_json::from_value(params.clone())
-        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    let p: UniquenessParams = parse(&format!("privacy.models.{NAME}"), params)?;
     let model = p.model.unwrap_or_default();
     if model == UniquenessThresholdModel::Sample {
         return Err(Error::spec(
@@ -374,8 +376,7 @@ fn sample_uniqueness(
     struct Params {
         threshold: f64,
     }
-    let p: Params = serde_json::from_value(params.clone())
-        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    let p: Params = parse(&format!("privacy.models.{NAME}"), params)?;
     Ok(vec![Box::new(UniquenessThreshold {
         threshold: share(
             NAME,
@@ -401,8 +402,7 @@ struct KMapParams {
 
 fn k_map(spec: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
     const NAME: &str = "k-map";
-    let p: KMapParams = serde_json::from_value(params.clone())
-        .map_err(|e| Error::spec(format!("privacy.models.{NAME}"), e.to_string()))?;
+    let p: KMapParams = parse(&format!("privacy.models.{NAME}"), params)?;
     if p.k < 2 {
         return Err(Error::spec(
             format!("privacy.models.{NAME}.k"),
@@ -477,8 +477,7 @@ struct BetaParams {
 
 fn beta_likeness(spec: &JobSpec, params: &serde_json::Value) -> Result<Vec<Box<dyn PrivacyModel>>> {
     const NAME: &str = "privacy.models.beta-likeness";
-    let p: BetaParams =
-        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    let p: BetaParams = parse(NAME, params)?;
     if !(p.beta > 0.0 && p.beta.is_finite()) {
         return Err(Error::spec(
             format!("{NAME}.beta"),
@@ -512,8 +511,7 @@ fn delta_disclosure(
     params: &serde_json::Value,
 ) -> Result<Vec<Box<dyn PrivacyModel>>> {
     const NAME: &str = "privacy.models.delta-disclosure";
-    let p: DeltaParams =
-        serde_json::from_value(params.clone()).map_err(|e| Error::spec(NAME, e.to_string()))?;
+    let p: DeltaParams = parse(NAME, params)?;
     if !(p.delta > 0.0 && p.delta.is_finite()) {
         return Err(Error::spec(
             format!("{NAME}.delta"),
