@@ -294,7 +294,6 @@ pub fn anonymize_people(
     // The loss of the rows as published; the classes, their sizes and
     // their diversity as people (what the job's k and l count).
     let t = Instant::now();
-    let by_people = anonymization.report.clone();
     let mut report = metrics::report(
         table,
         &partition,
@@ -303,12 +302,17 @@ pub fn anonymize_people(
             ..Default::default()
         },
     );
-    report.classes = by_people.classes;
-    report.smallest_class = by_people.smallest_class;
-    report.largest_class = by_people.largest_class;
-    report.aecs = by_people.aecs;
-    report.classes_below_k = by_people.classes_below_k;
-    report.sensitive = by_people.sensitive;
+    // Counted as `kanon verify` recounts the release: people per published
+    // label tuple. The people partition's own classes can differ: cells
+    // widened over a person's rows, or distinct cells that render the
+    // same labels, join classes the algorithm kept apart.
+    let members = metrics::people_by_labels(table, &partition, &anonymization.partition);
+    metrics::set_class_figures(
+        &mut report,
+        &people.table,
+        &members,
+        privacy.class_min_size(),
+    );
     anonymization.report = report;
     anonymization.timings.metrics += t.elapsed();
     let verified = &mut anonymization.verified;

@@ -10,6 +10,7 @@ pub mod loss;
 pub mod risk;
 pub mod utility;
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::encode::{EquivalenceClasses, QiTable};
@@ -294,6 +295,63 @@ fn sensitive_diversity(
 pub fn release_diversity(table: &QiTable) -> Vec<SensitiveDiversity> {
     let classes = EquivalenceClasses::of(table);
     diversity_of(table, (0..classes.len()).map(|c| classes.rows(c)))
+}
+
+/// The classes of people a release publishes ([`crate::entity`]), as
+/// `kanon verify` recounts them from the labels: the rows of `rows` (a
+/// partition of the rows of `table`) grouped by the label tuple their
+/// group renders (two groups whose cells render the same labels are one
+/// class), and each person of `people` (a partition of one row per person,
+/// whose groups are those of `rows`) counted once in the class of their
+/// group. Returns the people of each class (none empty).
+pub(crate) fn people_by_labels(
+    table: &QiTable,
+    rows: &Partition,
+    people: &Partition,
+) -> Vec<Vec<u32>> {
+    let mut class_of_labels: FxHashMap<Vec<String>, usize> = FxHashMap::default();
+    let class_of_group: Vec<usize> = (0..rows.n_groups())
+        .map(|g| {
+            let labels = table
+                .columns()
+                .iter()
+                .zip(rows.tuple(g))
+                .map(|(col, cell)| col.cell_label(cell))
+                .collect();
+            let next = class_of_labels.len();
+            *class_of_labels.entry(labels).or_insert(next)
+        })
+        .collect();
+    let mut members = vec![Vec::new(); class_of_labels.len()];
+    for (p, &g) in people.group_of_row().iter().enumerate() {
+        if g != crate::partition::SUPPRESSED {
+            members[class_of_group[g as usize]].push(p as u32);
+        }
+    }
+    members.retain(|m| !m.is_empty());
+    members
+}
+
+/// The class figures of a [`Report`] (classes, their sizes, those below
+/// `k`, their l-diversity in `table`'s sensitive columns) over classes
+/// given by their rows of `table`: the people of [`people_by_labels`].
+pub(crate) fn set_class_figures(
+    report: &mut Report,
+    table: &QiTable,
+    members: &[Vec<u32>],
+    k: usize,
+) {
+    let sizes = members.iter().map(Vec::len);
+    let published: usize = sizes.clone().sum();
+    report.classes = members.len();
+    report.smallest_class = sizes.clone().min().unwrap_or(0);
+    report.largest_class = sizes.clone().max().unwrap_or(0);
+    report.aecs = match members.len() {
+        0 => 0.0,
+        n => published as f64 / n as f64,
+    };
+    report.classes_below_k = sizes.filter(|&s| s < k).count();
+    report.sensitive = diversity_of(table, members.iter().map(Vec::as_slice));
 }
 
 /// The worst class under each l-diversity variant, over the classes given
