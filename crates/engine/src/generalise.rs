@@ -174,7 +174,22 @@ impl QiColumn {
                 None => escape_value(self.label(n.0)),
             },
             Cell::Range { lo, hi } if lo == hi => escape_value(self.label(*lo)),
-            Cell::Range { lo, hi } => format!("[{}-{}]", self.label(*lo), self.label(*hi)),
+            Cell::Range { lo, hi } => {
+                let (lo, hi) = (self.label(*lo), self.label(*hi));
+                // A top- or bottom-coded end (`>=80`, `<=20`, the only
+                // labels of a numeric column that are not numbers) makes
+                // the range open on that side.
+                let numeric = self.kind() == Kind::Numeric;
+                match (
+                    numeric && lo.starts_with("<="),
+                    numeric && hi.starts_with(">="),
+                ) {
+                    (true, true) => "*".to_string(),
+                    (true, false) => format!("<={hi}"),
+                    (false, true) => format!(">={lo}"),
+                    (false, false) => format!("[{lo}-{hi}]"),
+                }
+            }
             Cell::Set(s) if s.len() == 1 => escape_value(self.label(s[0])),
             Cell::Set(s) => {
                 let labels: Vec<String> =

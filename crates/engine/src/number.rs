@@ -74,7 +74,7 @@ impl Number {
         }
     }
 
-    fn float(v: f64) -> Self {
+    pub(crate) fn float(v: f64) -> Self {
         let v = if v == 0.0 { 0.0 } else { v };
         if v.fract() == 0.0 && v.abs() <= MAX_EXACT_F64_INTEGER {
             return Number::int(v as i128);

@@ -310,6 +310,9 @@ pub struct ReleaseVerifier {
     /// column's values are numbers (as in the input: its `type`, or its
     /// data type), which orders them for ordered-distance t-closeness.
     numeric: Vec<bool>,
+    /// The job's top- and bottom-coded columns: a release showing a value
+    /// beyond a bound fails ([`crate::coding::check_published`]).
+    coded: Vec<crate::coding::Coded>,
 }
 
 impl ReleaseVerifier {
@@ -354,15 +357,34 @@ impl ReleaseVerifier {
                     }),
             })
             .collect();
-        Ok(ReleaseVerifier { encoder, numeric })
+        Ok(ReleaseVerifier {
+            encoder,
+            numeric,
+            coded: crate::coding::Coded::of(&spec.attributes),
+        })
     }
 
     /// Adds one released batch.
     ///
     /// # Errors
-    /// [`Error::Data`] for a null QI label (a release never has one).
+    /// [`Error::Data`] for a null QI label (a release never has one);
+    /// [`Error::VerificationFailed`] for a coded column showing a value
+    /// beyond its bounds.
     pub fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        for coded in &self.coded {
+            // A projection without the column (an insensitive one) leaves
+            // it to whoever reads it.
+            if let Some(array) = batch.column_by_name(&coded.name) {
+                crate::coding::check_published(coded, array)?;
+            }
+        }
         self.encoder.push(batch)
+    }
+
+    /// The columns besides the quasi-identifiers and sensitive ones that
+    /// the check reads when a batch holds them: the coded columns.
+    pub fn coded_columns(&self) -> impl Iterator<Item = &str> {
+        self.coded.iter().map(|c| c.name.as_str())
     }
 
     /// Checks every published class against the models.

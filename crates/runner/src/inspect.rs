@@ -298,6 +298,9 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                     weight: None,
                     nulls: NullPolicy::Suppress,
                     key_env: None,
+                    top_code: None,
+                    bottom_code: None,
+                    microaggregation: None,
                 })
                 .collect(),
             ..Default::default()

@@ -491,7 +491,20 @@ impl ReleaseCheck {
             .chain(job.spec.sensitive())
             .map(|a| a.name.clone())
             .chain(pseudonymised.iter().cloned())
+            // Top- and bottom-coded columns are checked for values beyond
+            // their bounds, whatever their role.
+            .chain(
+                job.spec
+                    .attributes
+                    .iter()
+                    .filter(|a| {
+                        (a.top_code.is_some() || a.bottom_code.is_some())
+                            && schema.index_of(&a.name).is_ok()
+                    })
+                    .map(|a| a.name.clone()),
+            )
             .collect();
+        columns.sort_unstable();
         columns.dedup();
         // Direct identifiers must be gone: an identifying column (or, under
         // `[columns] unlisted = "identifying"`, any column the job does not
@@ -553,8 +566,17 @@ impl ReleaseCheck {
             }
         }
         if let Some(v) = &mut self.verifier {
-            v.push(batch)
-                .with_context(|| format!("cannot check release {}", self.label))?;
+            match v.push(batch) {
+                Ok(()) => {}
+                Err(Error::VerificationFailed(msg)) => {
+                    self.failed = Some(msg);
+                    self.verifier = None;
+                    return Ok(());
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot check release {}", self.label))
+                }
+            }
         }
         if let Some(p) = &mut self.people {
             let Some(array) = batch.column_by_name(&p.column) else {

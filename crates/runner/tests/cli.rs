@@ -1315,3 +1315,76 @@ fn each_model_job_on_the_bundled_data_runs_and_verifies() {
         );
     }
 }
+
+/// Issue 36: the transformation jobs on the bundled data (top and bottom
+/// coding, microaggregation, cell suppression) run, `kanon verify`
+/// accepts each release, and each release shows its transformation.
+#[test]
+fn each_transformation_job_on_the_bundled_data_runs_and_verifies() {
+    let labels = |path: &std::path::Path, column: &str| -> Vec<String> {
+        let t = read_parquet(path);
+        let a = arrow::compute::cast(
+            t.column_by_name(column).unwrap(),
+            &arrow::datatypes::DataType::Utf8,
+        )
+        .unwrap();
+        a.as_any()
+            .downcast_ref::<arrow::array::StringArray>()
+            .unwrap()
+            .iter()
+            .map(|v| v.unwrap_or_default().to_string())
+            .collect()
+    };
+    let rows = adult().num_rows();
+    for name in ["top-bottom-coding", "microaggregation", "cell-suppression"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join(format!("adult-{name}.parquet"));
+        let job = format!("configs/adult-{name}.toml");
+        let o = run(kanon().args(["anonymize", "-c", &job, "-o"]).arg(&out));
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", show(&o));
+        let o = run(kanon().args(["verify", "-c", &job, "-i"]).arg(&out));
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", show(&o));
+        let age = labels(&out, "age");
+        match name {
+            "top-bottom-coding" => {
+                let numbers = |l: &str| -> Vec<f64> {
+                    l.split(|c: char| !c.is_ascii_digit())
+                        .filter_map(|t| t.parse().ok())
+                        .collect()
+                };
+                assert!(
+                    age.iter().any(|l| l.starts_with(">=")),
+                    "the top code is published open-ended"
+                );
+                assert!(
+                    age.iter()
+                        .all(|l| numbers(l).iter().all(|v| (20.0..=80.0).contains(v))),
+                    "no age beyond the codes"
+                );
+            }
+            "microaggregation" => {
+                assert!(
+                    age.iter().all(|l| l.parse::<f64>().is_ok()),
+                    "every class publishes its mean age"
+                );
+            }
+            _ => {
+                assert_eq!(age.len(), rows, "no record is suppressed");
+                // Without cell suppression the same job withholds rows.
+                let whole = dir.path().join("rows.parquet");
+                let o = run(kanon()
+                    .args([
+                        "anonymize",
+                        "-c",
+                        &job,
+                        "--set",
+                        "algorithm.cell_suppression=false",
+                        "-o",
+                    ])
+                    .arg(&whole));
+                assert_eq!(o.status.code(), Some(0), "{name}: {}", show(&o));
+                assert!(labels(&whole, "age").len() < rows, "{}", show(&o));
+            }
+        }
+    }
+}

@@ -20,21 +20,28 @@ use crate::algorithms::lattice::{Key, Lattice, Wide};
 use crate::algorithms::{details, Algorithm, Context, Outcome};
 use crate::error::{Error, Result};
 
-/// Datafly's parameters (none beyond the job's privacy settings).
+/// Datafly's parameters.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct DataflyParams {}
+pub struct DataflyParams {
+    /// Cell-level local suppression (sdcMicro's `localSuppression`): the
+    /// records of classes the models reject keep their row and lose only
+    /// the cells needed (`*`), instead of being suppressed whole; the
+    /// suppression limit then bounds the records that lose cells.
+    #[serde(default)]
+    pub cell_suppression: bool,
+}
 
 /// The Datafly algorithm.
 #[derive(Debug, Clone, Default)]
 pub struct Datafly {
-    _params: DataflyParams,
+    params: DataflyParams,
 }
 
 impl Datafly {
     /// Datafly with the given parameters.
     pub fn from_params(params: DataflyParams) -> Self {
-        Datafly { _params: params }
+        Datafly { params }
     }
 }
 
@@ -54,6 +61,8 @@ struct DataflyDetails {
     suppressed_rows: usize,
     /// Rows the suppression limit allows.
     max_suppressed: usize,
+    /// Cells suppressed instead of rows (`cell_suppression`).
+    suppressed_cells: usize,
 }
 
 impl Algorithm for Datafly {
@@ -62,6 +71,12 @@ impl Algorithm for Datafly {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
+        if self.params.cell_suppression && ctx.privacy.has_shield_requirements() {
+            return Err(Error::spec(
+                "algorithm.cell_suppression",
+                "places records by their classes, not by the projections `privacy.requirements` shield: drop `cell_suppression` or the requirements",
+            ));
+        }
         ctx.privacy.check_feasible(ctx.table)?;
         let lattice = Lattice::new(ctx, self.name())?;
         let attrs: Vec<usize> = (0..lattice.n_qi()).collect();
@@ -74,7 +89,8 @@ impl Algorithm for Datafly {
             climb::<Wide>(ctx, &lattice)?
         };
         let evaluated = steps.len() + 1;
-        let (partition, verdict) = lattice.partition(&levels)?;
+        let (partition, verdict, suppressed_cells) =
+            lattice.partition(&levels, self.params.cell_suppression)?;
         let lattice_size = lattice
             .heights()
             .iter()
@@ -88,6 +104,7 @@ impl Algorithm for Datafly {
                 lattice_size,
                 suppressed_rows: verdict.suppressed,
                 max_suppressed: lattice.max_suppressed(),
+                suppressed_cells,
             })?,
             partition,
         })

@@ -57,6 +57,12 @@ pub struct IncognitoParams {
     /// (default: KACA's distortion with uniform weights).
     #[serde(default)]
     pub loss: Loss,
+    /// Cell-level local suppression (sdcMicro's `localSuppression`): the
+    /// records of classes the models reject keep their row and lose only
+    /// the cells needed (`*`), instead of being suppressed whole; the
+    /// suppression limit then bounds the records that lose cells.
+    #[serde(default)]
+    pub cell_suppression: bool,
 }
 
 /// The Incognito algorithm.
@@ -130,6 +136,8 @@ struct IncognitoDetails {
     suppressed_rows: usize,
     /// Rows the suppression limit allows.
     max_suppressed: usize,
+    /// Cells suppressed instead of rows (`cell_suppression`).
+    suppressed_cells: usize,
     /// Nodes of the lattice of all QIs.
     lattice_size: usize,
     /// Whether subset and generalisation pruning were used (only for
@@ -394,6 +402,12 @@ impl Algorithm for Incognito {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<Outcome> {
+        if self.params.cell_suppression && ctx.privacy.has_shield_requirements() {
+            return Err(Error::spec(
+                "algorithm.cell_suppression",
+                "places records by their classes, not by the projections `privacy.requirements` shield: drop `cell_suppression` or the requirements",
+            ));
+        }
         ctx.privacy.check_feasible(ctx.table)?;
         let lattice = Lattice::new(ctx, self.name())?;
         let n = lattice.n_qi();
@@ -470,7 +484,8 @@ impl Algorithm for Incognito {
             )));
         };
         let levels = full.space.decode(best.index);
-        let (partition, verdict) = lattice.partition(&levels)?;
+        let (partition, verdict, suppressed_cells) =
+            lattice.partition(&levels, self.params.cell_suppression)?;
         let minimal = minimal_nodes(&full);
         Ok(Outcome {
             details: details(&IncognitoDetails {
@@ -480,6 +495,7 @@ impl Algorithm for Incognito {
                 chosen_height: best.height,
                 suppressed_rows: verdict.suppressed,
                 max_suppressed: lattice.max_suppressed(),
+                suppressed_cells,
                 lattice_size: full.space.size(),
                 pruning: prune,
                 accepted_nodes: full.status.iter().filter(|s| s.accepted()).count(),

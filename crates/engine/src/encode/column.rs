@@ -42,9 +42,64 @@ pub(super) struct ColumnEncoder {
     /// sensitive column (NaN is a value of its own, missing for l).
     pub(super) is_qi: bool,
     pub(super) codes: CodesBuilder,
+    /// Top and bottom coding ([`AttributeSpec::top_code`]), when given.
+    pub(super) coding: Option<Coding>,
     pub(super) nulls: usize,
     pub(super) missing: usize,
     pub(super) unparsable: usize,
+}
+
+/// The bounds of a top- and bottom-coded numeric column, as numbers of the
+/// column (an integer column's bounds rounded inwards): every value at or
+/// beyond a bound is that bound, labelled `>=T` or `<=B`, so the values it
+/// stands for are one code and read "this or more" (or less).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Coding {
+    pub(super) bottom: Option<f64>,
+    pub(super) top: Option<f64>,
+}
+
+impl Coding {
+    /// The coding of `spec` for a column of `value_type`, if it codes.
+    ///
+    /// # Errors
+    /// [`crate::Error::Data`] for a column that is not integer or float.
+    pub(super) fn of(spec: &AttributeSpec, value_type: &DataType) -> Result<Option<Coding>> {
+        if spec.top_code.is_none() && spec.bottom_code.is_none() {
+            return Ok(None);
+        }
+        let integer = value_type.is_integer();
+        if !integer && !value_type.is_floating() {
+            return Err(crate::error::Error::data(
+                &spec.name,
+                format!(
+                    "has type {value_type}, and top_code/bottom_code code integers or floats: cast the column to a number, or remove the coding"
+                ),
+            ));
+        }
+        let round = |v: f64, up: bool| match (integer, up) {
+            (false, _) => v,
+            (true, true) => v.ceil(),
+            (true, false) => v.floor(),
+        };
+        Ok(Some(Coding {
+            bottom: spec.bottom_code.map(|b| round(b, true)),
+            top: spec.top_code.map(|t| round(t, false)),
+        }))
+    }
+
+    /// `n` coded: the bound and its label when it is at or beyond one.
+    fn apply(&self, n: Number) -> Option<(Number, String)> {
+        if let Some(t) = self.top.filter(|&t| n.value >= t) {
+            let t = Number::float(t);
+            return Some((t, format!(">={}", t.label())));
+        }
+        if let Some(b) = self.bottom.filter(|&b| n.value <= b) {
+            let b = Number::float(b);
+            return Some((b, format!("<={}", b.label())));
+        }
+        None
+    }
 }
 
 /// The text of a float column as a release prints its values (`25`, not
@@ -168,9 +223,14 @@ impl ColumnEncoder {
                         None => out.push(NULL_CODE),
                         Some(n) if !self.is_qi && n.value.is_nan() => out.push(NULL_CODE),
                         Some(n) => {
+                            let coded = self.coding.as_ref().and_then(|c| c.apply(n));
+                            let n = coded.as_ref().map_or(n, |(bound, _)| *bound);
                             let next = values.len() as u32;
                             let code = *map.entry(n.exact).or_insert_with(|| {
-                                let label = printed.as_ref().map(|p| p.value(i).to_string());
+                                let label = match coded {
+                                    Some((_, label)) => Some(label),
+                                    None => printed.as_ref().map(|p| p.value(i).to_string()),
+                                };
                                 values.push((n, label));
                                 next
                             });

@@ -84,11 +84,15 @@ impl ColumnEncoder {
                     })
                     .collect();
                 let hierarchy = match (&self.generalisation, is_qi) {
-                    (GeneralisationSpec::Intervals(levels), true) => Some(Arc::new(levels.build(
-                        &format!("intervals of `{name}`"),
-                        &sorted,
-                        &exact_labels,
-                    )?)),
+                    (GeneralisationSpec::Intervals(levels), true) => {
+                        Some(Arc::new(levels.build_coded(
+                            &format!("intervals of `{name}`"),
+                            &sorted,
+                            &exact_labels,
+                            self.coding.and_then(|c| c.bottom),
+                            self.coding.and_then(|c| c.top),
+                        )?))
+                    }
                     _ => None,
                 };
                 let labels: Vec<String> = match &hierarchy {

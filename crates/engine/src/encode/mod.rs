@@ -192,7 +192,9 @@ impl Encoder {
                 _ if kind == Kind::Numeric => Dictionary::Numbers(FxHashMap::default(), Vec::new()),
                 _ => Dictionary::Strings(FxHashMap::default(), Vec::new()),
             };
+            let coding = column::Coding::of(a, value_type)?;
             Ok(ColumnEncoder {
+                coding,
                 spec: a.clone(),
                 kind,
                 generalisation,

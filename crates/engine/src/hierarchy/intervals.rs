@@ -34,6 +34,26 @@ impl IntervalLevels {
     /// bounds), or when a width cuts the column's range into more than
     /// [`MAX_INTERVALS`] intervals. The message never shows a value.
     pub fn build(&self, source: &str, values: &[f64], leaf_labels: &[String]) -> Result<Hierarchy> {
+        self.build_coded(source, values, leaf_labels, None, None)
+    }
+
+    /// [`IntervalLevels::build`] for a top- and bottom-coded column
+    /// ([`crate::spec::AttributeSpec::top_code`]): its largest value `top`
+    /// stands for every value at or above it, so an interval that holds it
+    /// is published open-ended (`>=80` instead of `[80-84]`, which would
+    /// say nobody is 85 or older); likewise `<85` for an interval that
+    /// holds `bottom`, and `*` for one that holds both.
+    ///
+    /// # Errors
+    /// As [`IntervalLevels::build`].
+    pub fn build_coded(
+        &self,
+        source: &str,
+        values: &[f64],
+        leaf_labels: &[String],
+        bottom: Option<f64>,
+        top: Option<f64>,
+    ) -> Result<Hierarchy> {
         let Some((&min, &max)) = values.first().zip(values.last()) else {
             return Err(Error::hierarchy(
                 source,
@@ -152,12 +172,27 @@ impl IntervalLevels {
                 format!("[{}-{})", fmt(cuts[i - 1]), fmt(cuts[i]))
             }
         };
+        let coded_label = |cuts: &[f64], v: f64| -> String {
+            let i = cuts.partition_point(|&c| c <= v);
+            let same =
+                |bound: Option<f64>| bound.is_some_and(|b| cuts.partition_point(|&c| c <= b) == i);
+            match (same(bottom), same(top)) {
+                (true, true) => "*".to_string(),
+                // The interval ends at a cut above the bottom bound (the
+                // first interval `<c` already reads so).
+                (true, false) if i < cuts.len() => format!("<{}", fmt(cuts[i])),
+                (false, true) if i > 0 => format!(">={}", fmt(cuts[i - 1])),
+                // An open interval holding a bound holds every value.
+                (true, false) | (false, true) => "*".to_string(),
+                (false, false) => label(cuts, v),
+            }
+        };
         let paths = values
             .iter()
             .zip(leaf_labels)
             .map(|(&v, leaf)| {
                 let mut path = vec![leaf.clone()];
-                path.extend(levels.iter().map(|cuts| label(cuts, v)));
+                path.extend(levels.iter().map(|cuts| coded_label(cuts, v)));
                 path.push("*".to_string());
                 path
             })
@@ -212,6 +247,47 @@ mod tests {
             assert!(err.contains("x"), "{err}");
             assert!(!err.contains("1000000000000000"), "no value: {err}");
         }
+    }
+
+    #[test]
+    fn coded_bounds_make_the_intervals_that_hold_them_open_ended() {
+        // Ages coded at 20 and 80: 80 stands for 80 and more, 20 for 20
+        // and less.
+        let values: Vec<f64> = vec![20.0, 23.0, 41.0, 78.0, 80.0];
+        let mut labels = labels_of(&values);
+        labels[0] = "<=20".into();
+        labels[4] = ">=80".into();
+        let h = IntervalLevels::Widths(vec![5.0, 10.0, 40.0, 80.0])
+            .build_coded("age", &values, &labels, Some(20.0), Some(80.0))
+            .unwrap();
+        let at = |leaf: &str, level| h.label(h.ancestor(h.leaf(leaf).unwrap(), Level(level)));
+        assert_eq!(at(">=80", 1), ">=80");
+        assert_eq!(at("78", 1), "[75-79]");
+        assert_eq!(at("78", 2), "[70-79]");
+        assert_eq!(at("<=20", 1), "<25");
+        assert_eq!(
+            at("23", 1),
+            "<25",
+            "23 shares the interval of the bottom code"
+        );
+        assert_eq!(at("41", 2), "[40-49]");
+        assert_eq!(
+            at("41", 3),
+            "[40-79]",
+            "[0-39] holds the bottom code, not [40-79]"
+        );
+        assert_eq!(at(">=80", 3), ">=80");
+        assert_eq!(at("78", 4), "<80", "[0-79] holds the bottom code");
+        assert_eq!(at(">=80", 4), ">=80");
+        let one = IntervalLevels::Widths(vec![200.0])
+            .build_coded("age", &values, &labels, Some(20.0), Some(80.0))
+            .unwrap();
+        let l = one.leaf("41").unwrap();
+        assert_eq!(
+            one.label(one.ancestor(l, Level(1))),
+            "*",
+            "[0-199] holds both codes"
+        );
     }
 
     #[test]

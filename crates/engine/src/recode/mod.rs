@@ -58,6 +58,7 @@ pub fn release_schema(spec: &JobSpec, input: &Schema) -> SchemaRef {
         pseudonymiser: Pseudonymiser::default(),
         sensitive_hierarchies: FxHashMap::default(),
         entities: None,
+        coded: coded_columns(spec),
     };
     recoder.output_schema(input)
 }
@@ -113,6 +114,16 @@ pub fn unread_placeholder(batch: &RecordBatch, unread: &[usize]) -> Result<Recor
     )?)
 }
 
+/// The coded columns of a job that the recoder codes (not the
+/// quasi-identifiers, coded when they are encoded).
+fn coded_columns(spec: &JobSpec) -> Vec<crate::coding::Coded> {
+    crate::coding::Coded::of(
+        spec.attributes
+            .iter()
+            .filter(|a| matches!(a.role, Role::Sensitive | Role::Insensitive)),
+    )
+}
+
 /// The pseudonymised columns of a job.
 fn pseudonymised_columns(spec: &JobSpec) -> Vec<String> {
     spec.attributes
@@ -165,6 +176,9 @@ pub struct Recoder {
     sensitive_hierarchies: FxHashMap<String, Arc<crate::hierarchy::Hierarchy>>,
     /// The person of every row, when the person is the job's unit.
     entities: Option<Arc<crate::entity::Entities>>,
+    /// The top- and bottom-coded columns that are not quasi-identifiers
+    /// (a quasi-identifier is coded when it is encoded).
+    coded: Vec<crate::coding::Coded>,
 }
 
 /// What to do with one input column.
@@ -173,6 +187,8 @@ enum Action {
     Drop,
     Recode(usize),
     Pseudonymise,
+    /// Top and bottom coding of `coded[i]`.
+    Code(usize),
 }
 
 impl Recoder {
@@ -183,11 +199,20 @@ impl Recoder {
             .iter()
             .enumerate()
             .map(|(q, col)| {
+                let aggregated = spec
+                    .attributes
+                    .iter()
+                    .find(|a| a.name == col.name())
+                    .and_then(|a| a.microaggregation)
+                    .map(|m| crate::microaggregation::labels(m, col, q, partition));
                 let mut index: FxHashMap<String, i32> = FxHashMap::default();
                 let mut values: Vec<String> = Vec::new();
                 let mut key_of_group: Vec<i32> = (0..partition.n_groups())
                     .map(|g| {
-                        let label = col.cell_label(&partition.tuple(g)[q]);
+                        let label = match &aggregated {
+                            Some(labels) => labels[g].clone(),
+                            None => col.cell_label(&partition.tuple(g)[q]),
+                        };
                         *index.entry(label.clone()).or_insert_with(|| {
                             values.push(label);
                             values.len() as i32 - 1
@@ -231,6 +256,7 @@ impl Recoder {
             pseudonymiser: Pseudonymiser::default(),
             sensitive_hierarchies,
             entities: None,
+            coded: coded_columns(spec),
         }
     }
 
@@ -268,6 +294,8 @@ impl Recoder {
             Action::Pseudonymise
         } else if let Some(i) = self.labels.iter().position(|l| l.name == name) {
             Action::Recode(i)
+        } else if let Some(i) = self.coded.iter().position(|c| c.name == name) {
+            Action::Code(i)
         } else {
             Action::Keep
         }
@@ -288,6 +316,14 @@ impl Recoder {
             .filter_map(|f| match self.action(f.name()) {
                 Action::Drop => None,
                 Action::Keep => Some(f.as_ref().clone()),
+                // A dictionary of numbers is published plain once coded.
+                Action::Code(_) => Some(match f.data_type() {
+                    DataType::Dictionary(_, value) => {
+                        Field::new(f.name(), value.as_ref().clone(), f.is_nullable())
+                            .with_metadata(f.metadata().clone())
+                    }
+                    _ => f.as_ref().clone(),
+                }),
                 Action::Pseudonymise => Some(
                     Field::new(f.name(), DataType::Utf8, f.is_nullable())
                         .with_metadata(f.metadata().clone()),
@@ -332,6 +368,13 @@ impl Recoder {
                     Some(k) => filter(array, k)?,
                     None => array.clone(),
                 }),
+                Action::Code(i) => {
+                    let kept = match &keep {
+                        Some(k) => filter(array, k)?,
+                        None => array.clone(),
+                    };
+                    columns.push(crate::coding::code_array(&self.coded[i], &kept)?);
+                }
                 Action::Pseudonymise => {
                     let kept = match &keep {
                         Some(k) => filter(array, k)?,

@@ -97,6 +97,50 @@ pub struct AttributeSpec {
     /// job: the key itself never is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_env: Option<String>,
+    /// Top coding of a numeric column (Hundepool et al., *Statistical
+    /// Disclosure Control*, 2012, §3.4.4; sdcMicro's `topBotCoding`): every
+    /// value above the bound is published as the bound (integer columns:
+    /// its integer part), which then reads "this or more". A quasi-identifier
+    /// publishes the coded values' leaf as `>=T` and every interval or
+    /// range that holds it as open-ended (`>=lo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_code: Option<f64>,
+    /// Bottom coding: every value below the bound is published as the
+    /// bound (integer columns: rounded up), read "this or less" (`<=B`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottom_code: Option<f64>,
+    /// Microaggregation of a quasi-identifier (ARX's
+    /// `MicroAggregationFunction`; Domingo-Ferrer and Mateo-Sanz 2002): the
+    /// algorithm forms its classes with the column's generalisation as
+    /// usual, and each class publishes one aggregate of its values instead
+    /// of the generalised label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microaggregation: Option<Microaggregation>,
+}
+
+/// What a microaggregated quasi-identifier publishes for each class
+/// ([`AttributeSpec::microaggregation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Microaggregation {
+    /// The arithmetic mean of the class's values (numeric columns),
+    /// rounded to 4 decimals.
+    Mean,
+    /// The class's (lower) median value (numeric columns).
+    Median,
+    /// The class's most frequent value (ties: the smallest).
+    Mode,
+    /// `[min-max]` of the class's values (numeric columns).
+    Interval,
+    /// `{a,b,...}`: the set of the class's distinct values.
+    Set,
+}
+
+impl Microaggregation {
+    /// Whether the function needs numbers (mean, median, interval).
+    pub fn needs_numbers(self) -> bool {
+        matches!(self, Self::Mean | Self::Median | Self::Interval)
+    }
 }
 
 /// An attribute as written in a job file: [`AttributeSpec`] with the role
@@ -126,6 +170,12 @@ struct RawAttribute {
     nulls: NullPolicy,
     #[serde(default)]
     key_env: Option<String>,
+    #[serde(default)]
+    top_code: Option<f64>,
+    #[serde(default)]
+    bottom_code: Option<f64>,
+    #[serde(default)]
+    microaggregation: Option<Microaggregation>,
 }
 
 impl TryFrom<RawAttribute> for AttributeSpec {
@@ -159,6 +209,9 @@ impl TryFrom<RawAttribute> for AttributeSpec {
             weight: raw.weight,
             nulls: raw.nulls,
             key_env: raw.key_env,
+            top_code: raw.top_code,
+            bottom_code: raw.bottom_code,
+            microaggregation: raw.microaggregation,
         })
     }
 }
@@ -209,6 +262,73 @@ impl AttributeSpec {
         } else {
             GeneralisationSpec::Flexible
         })
+    }
+
+    /// Checks top/bottom coding and microaggregation against the
+    /// attribute's role and generalisation (the column's type is checked
+    /// when the data is read).
+    ///
+    /// # Errors
+    /// [`Error::Spec`] naming the attribute and the setting, with the fix.
+    pub fn check_transformations(&self) -> Result<()> {
+        let at = |setting: &str| format!("attributes.{}.{setting}", self.name);
+        for (setting, bound) in [
+            ("top_code", self.top_code),
+            ("bottom_code", self.bottom_code),
+        ] {
+            let Some(bound) = bound else { continue };
+            if !bound.is_finite() {
+                return Err(Error::spec(at(setting), "must be a finite number"));
+            }
+            if matches!(self.role, Role::Identifying | Role::Pseudonymised) {
+                return Err(Error::spec(
+                    at(setting),
+                    format!(
+                        "`{}` is not published as values (identifying columns are dropped, pseudonymised ones hashed): remove `{setting}`",
+                        self.name
+                    ),
+                ));
+            }
+            if self.hierarchy.is_some() || self.masking || self.kind == Some(Kind::Categorical) {
+                return Err(Error::spec(
+                    at(setting),
+                    format!(
+                        "codes numbers, but `{}` is categorical (a hierarchy file, masking or type = \"categorical\"): generalise it with `intervals` or `cuts` (or as ranges, with neither), or code its hierarchy file's top values yourself",
+                        self.name
+                    ),
+                ));
+            }
+        }
+        if let (Some(bottom), Some(top)) = (self.bottom_code, self.top_code) {
+            if bottom >= top {
+                return Err(Error::spec(
+                    at("bottom_code"),
+                    format!(
+                        "must be below top_code ({bottom} >= {top}): every value would be coded"
+                    ),
+                ));
+            }
+        }
+        if let Some(m) = self.microaggregation {
+            if self.role != Role::QuasiIdentifier {
+                return Err(Error::spec(
+                    at("microaggregation"),
+                    "publishes one value per class of a quasi-identifier: set role = \"quasi-identifier\", or remove `microaggregation`",
+                ));
+            }
+            let categorical =
+                self.hierarchy.is_some() || self.masking || self.kind == Some(Kind::Categorical);
+            if m.needs_numbers() && categorical {
+                return Err(Error::spec(
+                    at("microaggregation"),
+                    format!(
+                        "`{}` is categorical, and a mean, median or interval needs numbers: use \"mode\" or \"set\"",
+                        self.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Refuses a generalisation on a column that is not generalised: a

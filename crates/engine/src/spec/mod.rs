@@ -19,7 +19,9 @@ mod validate;
 mod weaken;
 
 pub use algorithm::AlgorithmSpec;
-pub use attribute::{AttributeSpec, GeneralisationSpec, Kind, NullPolicy, Role, DEFAULT_KEY_ENV};
+pub use attribute::{
+    AttributeSpec, GeneralisationSpec, Kind, Microaggregation, NullPolicy, Role, DEFAULT_KEY_ENV,
+};
 pub use input_output::{InputSpec, OutputSpec, ResourcesSpec, StorageSpec};
 pub use privacy::{
     Diversity, MissingSensitive, PrivacySpec, RequirementSpec, DEFAULT_MISSING_VALUES, ENTITY_ROW,
@@ -104,6 +106,11 @@ impl JobSpec {
             a.intervals = None;
             a.cuts = None;
             a.masking = false;
+            // The release's values are coded and aggregated already: its
+            // labels are read as they are.
+            a.top_code = None;
+            a.bottom_code = None;
+            a.microaggregation = None;
         }
         labels
     }

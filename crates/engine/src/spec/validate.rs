@@ -63,6 +63,7 @@ impl JobSpec {
             }
             a.generalisation()?;
             a.check_generalisation_role()?;
+            a.check_transformations()?;
             if a.key_env.is_some() && a.role != Role::Pseudonymised {
                 return Err(Error::spec(
                     format!("attributes.{}.key_env", a.name),

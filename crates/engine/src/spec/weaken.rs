@@ -101,6 +101,28 @@ impl JobSpec {
                 )),
                 None => out.push(format!("attribute `{}` removed", a.name)),
             }
+            // Coding and aggregation: a bound moved outwards or removed,
+            // or the aggregate changed, publishes other values (any change
+            // to microaggregation counts: fail closed).
+            if let Some(b) = new.attributes.iter().find(|b| b.name == a.name) {
+                let looser = |was: Option<f64>, now: Option<f64>, top: bool| match (was, now) {
+                    (Some(_), None) => true,
+                    (Some(x), Some(y)) => (top && y > x) || (!top && y < x),
+                    _ => false,
+                };
+                if looser(a.top_code, b.top_code, true) {
+                    out.push(format!("attributes.{}.top_code raised or removed", a.name));
+                }
+                if looser(a.bottom_code, b.bottom_code, false) {
+                    out.push(format!(
+                        "attributes.{}.bottom_code lowered or removed",
+                        a.name
+                    ));
+                }
+                if a.microaggregation.is_some() && a.microaggregation != b.microaggregation {
+                    out.push(format!("attributes.{}.microaggregation changed", a.name));
+                }
+            }
         }
         if file.columns.unlisted != new.columns.unlisted
             && new.columns.unlisted == crate::columns::Unlisted::Insensitive

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 // Each test binary uses some of them.
 #[allow(unused_imports)]
 pub use kanon_benches::{
-    adult_batches, adult_batches_from, adult_job, adult_table, encode, first_rows,
+    adult_batches, adult_batches_from, adult_job, adult_table, config, encode, first_rows,
     load_hierarchies, repo_root,
 };
 

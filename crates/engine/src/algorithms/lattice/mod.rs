@@ -31,6 +31,7 @@
 //! tables built from the hierarchies) and turns a chosen node into a
 //! [`Partition`].
 
+mod cells;
 mod frequency;
 mod key;
 mod loss;
@@ -210,12 +211,19 @@ impl<'a> Lattice<'a> {
 
     /// The release of a node of all QIs: every accepted class is a group
     /// published as the hierarchy nodes at `levels`; rows of rejected
-    /// classes are suppressed (and counted by the partition).
+    /// classes are suppressed (and counted by the partition), or, with
+    /// `cells`, keep their rows and lose some cells ([`cells`]; the
+    /// suppression limit then bounds the rows that lose cells). Also
+    /// returns the number of cells suppressed.
     ///
     /// # Errors
     /// [`Error::Internal`] when the node does not fit the suppression limit
     /// (callers choose accepted nodes only).
-    pub(crate) fn partition(&self, levels: &[u8]) -> Result<(Partition, Verdict)> {
+    pub(crate) fn partition(
+        &self,
+        levels: &[u8],
+        cells: bool,
+    ) -> Result<(Partition, Verdict, usize)> {
         let attrs: Vec<usize> = (0..self.n_qi()).collect();
         let fs: FrequencySet<Wide> = self.frequency_set(&attrs, levels, None, true);
         let verdict = self.verdict(&fs);
@@ -243,7 +251,7 @@ impl<'a> Lattice<'a> {
             }
         }
         let members = fs.members.as_ref().expect("members were asked for");
-        let group_of_row = self
+        let mut group_of_row: Vec<u32> = self
             .classes
             .class_of_row()
             .iter()
@@ -252,9 +260,98 @@ impl<'a> Lattice<'a> {
                 c => group_of_class[members[c as usize] as usize],
             })
             .collect();
+        let mut suppressed_cells = 0;
+        if cells && verdict.suppressed > 0 {
+            suppressed_cells =
+                self.suppress_cells(levels, &fs, &verdict, &mut group_of_row, &mut tuples)?;
+        }
         Ok((
             Partition::with_tuples(self.table, group_of_row, tuples),
             verdict,
+            suppressed_cells,
         ))
+    }
+
+    /// Places the rows of the classes `verdict` rejects by suppressing
+    /// cells ([`cells::place`]), updating `group_of_row` and `tuples`;
+    /// returns the number of cells suppressed.
+    fn suppress_cells(
+        &self,
+        levels: &[u8],
+        fs: &FrequencySet<Wide>,
+        verdict: &Verdict,
+        group_of_row: &mut [u32],
+        tuples: &mut Vec<GeneralisedTuple>,
+    ) -> Result<usize> {
+        let members = fs.members.as_ref().expect("members were asked for");
+        let mut rejected: Vec<cells::Rejected> = Vec::new();
+        let mut slot = vec![usize::MAX; fs.len()];
+        for (g, key) in fs.keys.iter().enumerate() {
+            if !verdict.ok[g] {
+                slot[g] = rejected.len();
+                rejected.push(cells::Rejected {
+                    key: key.to_vec(),
+                    rows: Vec::new(),
+                });
+            }
+        }
+        for (base, &g) in members.iter().enumerate() {
+            if let Some(r) = rejected.get_mut(slot[g as usize]) {
+                r.rows.extend_from_slice(self.classes.rows(base));
+            }
+        }
+        // Nulls under `nulls = "suppress"` stay suppressed: they have no
+        // value to publish.
+        let excluded = self.table.excluded();
+        for r in &mut rejected {
+            r.rows.retain(|row| excluded.binary_search(row).is_err());
+        }
+        rejected.retain(|r| !r.rows.is_empty());
+        let mut accepted: Vec<Vec<u32>> = vec![Vec::new(); tuples.len()];
+        for (row, &g) in group_of_row.iter().enumerate() {
+            if g != SUPPRESSED {
+                accepted[g as usize].push(row as u32);
+            }
+        }
+        let distinct: Vec<usize> = (0..self.n_qi())
+            .map(|q| self.distinct_at(q, levels[q]))
+            .collect();
+        let placed = cells::place(self.table, self.privacy, &distinct, rejected, &accepted)
+            .ok_or_else(|| {
+                Error::Unsatisfiable(
+                    "even with every cell of the rejected records suppressed, no class satisfies the privacy models".into(),
+                )
+            })?;
+        // Accepted groups folded into the all-`*` class leave the
+        // numbering; the others keep their order.
+        let mut renumber: Vec<u32> = Vec::with_capacity(tuples.len());
+        let mut kept = Vec::with_capacity(tuples.len());
+        for (g, t) in std::mem::take(tuples).into_iter().enumerate() {
+            if placed.absorbed.contains(&(g as u32)) {
+                renumber.push(SUPPRESSED);
+            } else {
+                renumber.push(kept.len() as u32);
+                kept.push(t);
+            }
+        }
+        *tuples = kept;
+        for g in group_of_row.iter_mut() {
+            if *g != SUPPRESSED {
+                *g = renumber[*g as usize];
+            }
+        }
+        let mut suppressed_cells = 0;
+        for (key, rows) in placed.groups {
+            let group = tuples.len() as u32;
+            tuples.push(cells::tuple(&key, |q, code| {
+                Cell::Node(self.nodes[q][levels[q] as usize][code as usize])
+            }));
+            let stars = key.iter().filter(|c| c.is_none()).count();
+            suppressed_cells += stars * rows.len();
+            for r in rows {
+                group_of_row[r as usize] = group;
+            }
+        }
+        Ok(suppressed_cells)
     }
 }
