@@ -106,7 +106,7 @@ fn top_and_bottom_coding_hold_for_every_algorithm_and_record() {
     let input = adult(2500);
     let ages = ints(&input, "age");
     let incomes = floats(&input, "income");
-    for algorithm in ["cover", "mondrian", "datafly", "incognito"] {
+    for algorithm in ["cover", "mondrian", "datafly", "incognito", "mdav"] {
         let spec = job(
             "adult-top-bottom-coding.toml",
             algorithm,
@@ -188,7 +188,7 @@ fn a_release_that_was_not_coded_fails_verification() {
 fn microaggregated_classes_publish_the_aggregate_of_their_records() {
     let input = adult(2500);
     let ages = ints(&input, "age");
-    for algorithm in ["cover", "mondrian", "datafly"] {
+    for algorithm in ["cover", "mondrian", "datafly", "mdav"] {
         for function in ["mean", "interval", "set"] {
             let mut spec = job("adult-microaggregation.toml", algorithm, "");
             let age = spec

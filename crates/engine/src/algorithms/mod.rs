@@ -11,6 +11,7 @@ pub mod incognito;
 pub mod kaca;
 pub mod l_clustering;
 pub(crate) mod lattice;
+pub mod mdav;
 pub mod mondrian;
 pub mod partitioned;
 pub mod registry;

@@ -6,7 +6,7 @@
 //! any work, so an algorithm never meets a job it does not honour.
 
 use crate::algorithms::{
-    cover, datafly, heuristic_min, incognito, kaca, l_clustering, mondrian, sbc, Algorithm,
+    cover, datafly, heuristic_min, incognito, kaca, l_clustering, mdav, mondrian, sbc, Algorithm,
 };
 use crate::error::{Error, Result};
 use crate::registry::{Named, Registry};
@@ -141,6 +141,12 @@ const BUILT_IN: &[Registration] = &[
         capabilities: LOCAL.whole_up_to_tuples(crate::algorithms::partitioned::COVER_WHOLE_TUPLES),
         build: |a| Ok(Box::new(cover::Cover::from_params(a.params()?)?)),
     },
+    Registration {
+        name: "mdav",
+        summary: "local recoding by MDAV clustering into classes of k to 2k - 1 records, the clustering of microaggregation (Domingo-Ferrer, Torra 2005)",
+        capabilities: Capabilities::NONE.block_wise(true),
+        build: |a| Ok(Box::new(mdav::Mdav::from_params(a.params()?))),
+    },
 ];
 
 impl Named for Registration {
@@ -204,7 +210,7 @@ mod tests {
         for (i, n) in names.iter().enumerate() {
             assert!(!names[..i].contains(n), "{n} twice");
         }
-        assert_eq!(names.len(), 9);
+        assert_eq!(names.len(), 10);
         let err = register(Registration {
             name: "mondrian",
             ..BUILT_IN[0]
