@@ -192,6 +192,19 @@ pub fn anonymize_cancellable(
     );
     let (verified, verify_time) = verified;
     let verified = verified?;
+    // Where the algorithm's classes may publish labels that differ from
+    // their cells' (a microaggregated column's aggregates; a suppressed
+    // cell's `*` beside a hierarchy root's `*`), the release's classes are
+    // those of the labels, and its certificate states them (as `kanon
+    // verify` recounts them).
+    let mut report = report;
+    let cells_suppressed =
+        spec.algorithm.params.get("cell_suppression") == Some(&serde_json::Value::Bool(true));
+    if cells_suppressed || spec.attributes.iter().any(|a| a.microaggregation.is_some()) {
+        let labels = crate::recode::group_labels(spec, table, &outcome.partition);
+        let members = metrics::classes_by_labels(&labels, &outcome.partition);
+        metrics::set_class_figures(&mut report, table, &members, privacy.class_min_size());
+    }
     if verified.published_rows == 0 && table.n_rows() > 0 {
         return Err(crate::Error::Unsatisfiable(format!(
             "{} would suppress all {} rows and publish an empty release; lower k or l, \
@@ -306,7 +319,8 @@ pub fn anonymize_people(
     // label tuple. The people partition's own classes can differ: cells
     // widened over a person's rows, or distinct cells that render the
     // same labels, join classes the algorithm kept apart.
-    let members = metrics::people_by_labels(table, &partition, &anonymization.partition);
+    let labels = crate::recode::group_labels(spec, table, &partition);
+    let members = metrics::classes_by_labels(&labels, &anonymization.partition);
     metrics::set_class_figures(
         &mut report,
         &people.table,

@@ -210,6 +210,14 @@ fn microaggregated_classes_publish_the_aggregate_of_their_records() {
                     .or_default()
                     .push(ages[id as usize]);
             }
+            // The certificate states the classes the labels form.
+            let table = common::encode(&spec, &common::load_hierarchies(&spec), &[input.clone()]);
+            let report = kanon_engine::anonymize(&spec, &table).unwrap().report;
+            assert_eq!(
+                (report.classes, report.smallest_class),
+                (classes.len(), classes.values().map(Vec::len).min().unwrap()),
+                "{algorithm}/{function}: the report counts the published classes"
+            );
             let at = spec
                 .quasi_identifiers()
                 .position(|a| a.name == "age")
@@ -279,6 +287,15 @@ fn cell_suppression_keeps_every_record_and_every_class_of_k() {
                 .or_default() += 1;
         }
         assert!(sizes.values().all(|&s| s >= 10), "{algorithm}: {sizes:?}");
+        // The certificate states the classes the labels form (a suppressed
+        // cell's `*` beside a root's `*` is one class).
+        let table = common::encode(&spec, &common::load_hierarchies(&spec), &[input.clone()]);
+        let report = kanon_engine::anonymize(&spec, &table).unwrap().report;
+        assert_eq!(
+            (report.classes, report.smallest_class),
+            (sizes.len(), *sizes.values().min().unwrap()),
+            "{algorithm}: the report counts the published classes"
+        );
         // The records that were suppressed whole now show cells, and the
         // others are as the row-suppressing release published them.
         let starred = (0..out.num_rows())

@@ -27,7 +27,7 @@ pub struct DataflyParams {
     /// Cell-level local suppression (sdcMicro's `localSuppression`): the
     /// records of classes the models reject keep their row and lose only
     /// the cells needed (`*`), instead of being suppressed whole; the
-    /// suppression limit then bounds the records that lose cells.
+    /// suppression limit then bounds the records of the rejected classes.
     #[serde(default)]
     pub cell_suppression: bool,
 }
@@ -63,6 +63,11 @@ struct DataflyDetails {
     max_suppressed: usize,
     /// Cells suppressed instead of rows (`cell_suppression`).
     suppressed_cells: usize,
+    /// Records that lost a cell (`cell_suppression`): those of the
+    /// rejected classes (`suppressed_rows`, bounded by the suppression
+    /// limit) and those of accepted classes folded into the all-`*` class
+    /// as a last resort.
+    records_with_suppressed_cells: usize,
 }
 
 impl Algorithm for Datafly {
@@ -89,7 +94,7 @@ impl Algorithm for Datafly {
             climb::<Wide>(ctx, &lattice)?
         };
         let evaluated = steps.len() + 1;
-        let (partition, verdict, suppressed_cells) =
+        let (partition, verdict, (suppressed_cells, records_with_suppressed_cells)) =
             lattice.partition(&levels, self.params.cell_suppression)?;
         let lattice_size = lattice
             .heights()
@@ -105,6 +110,7 @@ impl Algorithm for Datafly {
                 suppressed_rows: verdict.suppressed,
                 max_suppressed: lattice.max_suppressed(),
                 suppressed_cells,
+                records_with_suppressed_cells,
             })?,
             partition,
         })

@@ -60,7 +60,7 @@ pub struct IncognitoParams {
     /// Cell-level local suppression (sdcMicro's `localSuppression`): the
     /// records of classes the models reject keep their row and lose only
     /// the cells needed (`*`), instead of being suppressed whole; the
-    /// suppression limit then bounds the records that lose cells.
+    /// suppression limit then bounds the records of the rejected classes.
     #[serde(default)]
     pub cell_suppression: bool,
 }
@@ -138,6 +138,11 @@ struct IncognitoDetails {
     max_suppressed: usize,
     /// Cells suppressed instead of rows (`cell_suppression`).
     suppressed_cells: usize,
+    /// Records that lost a cell (`cell_suppression`): those of the
+    /// rejected classes (`suppressed_rows`, bounded by the suppression
+    /// limit) and those of accepted classes folded into the all-`*` class
+    /// as a last resort.
+    records_with_suppressed_cells: usize,
     /// Nodes of the lattice of all QIs.
     lattice_size: usize,
     /// Whether subset and generalisation pruning were used (only for
@@ -484,7 +489,7 @@ impl Algorithm for Incognito {
             )));
         };
         let levels = full.space.decode(best.index);
-        let (partition, verdict, suppressed_cells) =
+        let (partition, verdict, (suppressed_cells, records_with_suppressed_cells)) =
             lattice.partition(&levels, self.params.cell_suppression)?;
         let minimal = minimal_nodes(&full);
         Ok(Outcome {
@@ -496,6 +501,7 @@ impl Algorithm for Incognito {
                 suppressed_rows: verdict.suppressed,
                 max_suppressed: lattice.max_suppressed(),
                 suppressed_cells,
+                records_with_suppressed_cells,
                 lattice_size: full.space.size(),
                 pruning: prune,
                 accepted_nodes: full.status.iter().filter(|s| s.accepted()).count(),

@@ -297,35 +297,34 @@ pub fn release_diversity(table: &QiTable) -> Vec<SensitiveDiversity> {
     diversity_of(table, (0..classes.len()).map(|c| classes.rows(c)))
 }
 
-/// The classes of people a release publishes ([`crate::entity`]), as
-/// `kanon verify` recounts them from the labels: the rows of `rows` (a
-/// partition of the rows of `table`) grouped by the label tuple their
-/// group renders (two groups whose cells render the same labels are one
-/// class), and each person of `people` (a partition of one row per person,
-/// whose groups are those of `rows`) counted once in the class of their
-/// group. Returns the people of each class (none empty).
-pub(crate) fn people_by_labels(
-    table: &QiTable,
-    rows: &Partition,
-    people: &Partition,
-) -> Vec<Vec<u32>> {
-    let mut class_of_labels: FxHashMap<Vec<String>, usize> = FxHashMap::default();
-    let class_of_group: Vec<usize> = (0..rows.n_groups())
+/// The published class of every group of a partition, from the labels
+/// each group shows (`labels[q][g]`, [`crate::recode::group_labels`]): two
+/// groups whose labels agree (distinct cells that render alike, cells
+/// widened over a person's rows, equal class means of a microaggregated
+/// column) are one class, as `kanon verify` reads the release. Returns the
+/// class of each group and the number of classes.
+fn class_of_group(labels: &[Vec<String>], n_groups: usize) -> (Vec<usize>, usize) {
+    let mut class_of_labels: FxHashMap<Vec<&str>, usize> = FxHashMap::default();
+    let classes = (0..n_groups)
         .map(|g| {
-            let labels = table
-                .columns()
-                .iter()
-                .zip(rows.tuple(g))
-                .map(|(col, cell)| col.cell_label(cell))
-                .collect();
+            let tuple = labels.iter().map(|column| column[g].as_str()).collect();
             let next = class_of_labels.len();
-            *class_of_labels.entry(labels).or_insert(next)
+            *class_of_labels.entry(tuple).or_insert(next)
         })
         .collect();
-    let mut members = vec![Vec::new(); class_of_labels.len()];
-    for (p, &g) in people.group_of_row().iter().enumerate() {
+    (classes, class_of_labels.len())
+}
+
+/// The members of each published class ([`class_of_group`]): the rows of
+/// `partition` (a partition of one row per person, for a release by
+/// people, whose groups are those `labels` describe) in the class of their
+/// group. None empty.
+pub(crate) fn classes_by_labels(labels: &[Vec<String>], partition: &Partition) -> Vec<Vec<u32>> {
+    let (class_of, n) = class_of_group(labels, partition.n_groups());
+    let mut members = vec![Vec::new(); n];
+    for (row, &g) in partition.group_of_row().iter().enumerate() {
         if g != crate::partition::SUPPRESSED {
-            members[class_of_group[g as usize]].push(p as u32);
+            members[class_of[g as usize]].push(row as u32);
         }
     }
     members.retain(|m| !m.is_empty());
@@ -334,7 +333,7 @@ pub(crate) fn people_by_labels(
 
 /// The class figures of a [`Report`] (classes, their sizes, those below
 /// `k`, their l-diversity in `table`'s sensitive columns) over classes
-/// given by their rows of `table`: the people of [`people_by_labels`].
+/// given by their rows of `table` ([`classes_by_labels`]).
 pub(crate) fn set_class_figures(
     report: &mut Report,
     table: &QiTable,

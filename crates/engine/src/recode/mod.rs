@@ -124,6 +124,35 @@ fn coded_columns(spec: &JobSpec) -> Vec<crate::coding::Coded> {
     )
 }
 
+/// The label every group of `partition` publishes, per QI column of
+/// `table`: its cell's label, or the aggregate of its values when the
+/// column names `microaggregation`. What the release shows, and so what
+/// its classes are ([`crate::metrics::classes_by_labels`]).
+pub(crate) fn group_labels(
+    spec: &JobSpec,
+    table: &QiTable,
+    partition: &Partition,
+) -> Vec<Vec<String>> {
+    table
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(q, col)| {
+            let aggregated = spec
+                .attributes
+                .iter()
+                .find(|a| a.name == col.name())
+                .and_then(|a| a.microaggregation);
+            match aggregated {
+                Some(m) => crate::microaggregation::labels(m, col, q, partition),
+                None => (0..partition.n_groups())
+                    .map(|g| col.cell_label(&partition.tuple(g)[q]))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
 /// The pseudonymised columns of a job.
 fn pseudonymised_columns(spec: &JobSpec) -> Vec<String> {
     spec.attributes
@@ -197,22 +226,13 @@ impl Recoder {
         let labels = table
             .columns()
             .iter()
-            .enumerate()
-            .map(|(q, col)| {
-                let aggregated = spec
-                    .attributes
-                    .iter()
-                    .find(|a| a.name == col.name())
-                    .and_then(|a| a.microaggregation)
-                    .map(|m| crate::microaggregation::labels(m, col, q, partition));
+            .zip(group_labels(spec, table, partition))
+            .map(|(col, labels)| {
                 let mut index: FxHashMap<String, i32> = FxHashMap::default();
                 let mut values: Vec<String> = Vec::new();
-                let mut key_of_group: Vec<i32> = (0..partition.n_groups())
-                    .map(|g| {
-                        let label = match &aggregated {
-                            Some(labels) => labels[g].clone(),
-                            None => col.cell_label(&partition.tuple(g)[q]),
-                        };
+                let mut key_of_group: Vec<i32> = labels
+                    .into_iter()
+                    .map(|label| {
                         *index.entry(label.clone()).or_insert_with(|| {
                             values.push(label);
                             values.len() as i32 - 1

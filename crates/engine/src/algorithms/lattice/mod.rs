@@ -213,8 +213,9 @@ impl<'a> Lattice<'a> {
     /// published as the hierarchy nodes at `levels`; rows of rejected
     /// classes are suppressed (and counted by the partition), or, with
     /// `cells`, keep their rows and lose some cells ([`cells`]; the
-    /// suppression limit then bounds the rows that lose cells). Also
-    /// returns the number of cells suppressed.
+    /// suppression limit then bounds the rejected records). Also returns
+    /// the cells suppressed and the records that lost a cell (the rejected
+    /// ones, and those of accepted classes folded into the all-`*` class).
     ///
     /// # Errors
     /// [`Error::Internal`] when the node does not fit the suppression limit
@@ -223,7 +224,7 @@ impl<'a> Lattice<'a> {
         &self,
         levels: &[u8],
         cells: bool,
-    ) -> Result<(Partition, Verdict, usize)> {
+    ) -> Result<(Partition, Verdict, (usize, usize))> {
         let attrs: Vec<usize> = (0..self.n_qi()).collect();
         let fs: FrequencySet<Wide> = self.frequency_set(&attrs, levels, None, true);
         let verdict = self.verdict(&fs);
@@ -260,7 +261,7 @@ impl<'a> Lattice<'a> {
                 c => group_of_class[members[c as usize] as usize],
             })
             .collect();
-        let mut suppressed_cells = 0;
+        let mut suppressed_cells = (0, 0);
         if cells && verdict.suppressed > 0 {
             suppressed_cells =
                 self.suppress_cells(levels, &fs, &verdict, &mut group_of_row, &mut tuples)?;
@@ -274,7 +275,7 @@ impl<'a> Lattice<'a> {
 
     /// Places the rows of the classes `verdict` rejects by suppressing
     /// cells ([`cells::place`]), updating `group_of_row` and `tuples`;
-    /// returns the number of cells suppressed.
+    /// returns the cells suppressed and the records that lost one.
     fn suppress_cells(
         &self,
         levels: &[u8],
@@ -282,7 +283,7 @@ impl<'a> Lattice<'a> {
         verdict: &Verdict,
         group_of_row: &mut [u32],
         tuples: &mut Vec<GeneralisedTuple>,
-    ) -> Result<usize> {
+    ) -> Result<(usize, usize)> {
         let members = fs.members.as_ref().expect("members were asked for");
         let mut rejected: Vec<cells::Rejected> = Vec::new();
         let mut slot = vec![usize::MAX; fs.len()];
@@ -340,7 +341,7 @@ impl<'a> Lattice<'a> {
                 *g = renumber[*g as usize];
             }
         }
-        let mut suppressed_cells = 0;
+        let (mut suppressed_cells, mut records) = (0, 0);
         for (key, rows) in placed.groups {
             let group = tuples.len() as u32;
             tuples.push(cells::tuple(&key, |q, code| {
@@ -348,10 +349,11 @@ impl<'a> Lattice<'a> {
             }));
             let stars = key.iter().filter(|c| c.is_none()).count();
             suppressed_cells += stars * rows.len();
+            records += rows.len();
             for r in rows {
                 group_of_row[r as usize] = group;
             }
         }
-        Ok(suppressed_cells)
+        Ok((suppressed_cells, records))
     }
 }
