@@ -1,6 +1,25 @@
 #!/usr/bin/env python3
-"""Check a release (ARX ';' CSV or kanon parquet) against the models' definitions from the published labels."""
-import sys, math
+"""Check a release (ARX ';' CSV or kanon parquet) against the models' definitions from the published labels.
+
+  arx_models_check.py RELEASE MODEL [k']                  the five privacy models (k' for k-map)
+  arx_models_check.py RELEASE top-bottom-coding --original ADULT_CSV [--normalized OUT_CSV]
+      k by labels, published age labels beyond the codes (80/20, as kanon verify reads them); with
+      --normalized, writes the release with open-ended age labels (>=80, <25, <=20) as closed
+      intervals over the input's ages ([80-90], [17-25), [17-20]) for the peers kit's granularity.py,
+      which reads only closed or half-open intervals
+  arx_models_check.py RELEASE microaggregation --original ADULT_CSV
+      error of the published age against the input: SSE, mean absolute error, SSE/SST; whether
+      each class (by published labels) publishes its mean. Rows are matched by position for an
+      ARX release (ARX keeps the input's order; checked on salary-class) and by `row_id` for a
+      kanon release made with --with-id
+  arx_models_check.py RELEASE cell-suppression            suppressed cells ('*' outside the QIs
+      generalised to their root '*' everywhere) per QI, rows with any / all QIs '*', classes by
+      labels ('*' a value of its own)
+  arx_models_check.py --with-id CONFIG OUT_DIR            a copy of the kanon job CONFIG whose input
+      (OUT_DIR/adult-id.parquet) has a pass-through `row_id` column (insensitive) and whose output
+      is OUT_DIR/<job>-id.parquet, to match kanon's reordered release to the input
+"""
+import sys, math, os, re
 import pandas as pd
 QI = ["age","sex","race","marital-status","education","native-country","workclass","occupation"]
 S = "salary-class"; SUPP = {"*", "", "nan", "None"}
@@ -55,5 +74,103 @@ def check(path, model, kprime=None):
         out["violating_classes_arx_reading"] = bad_arx
         out["violating_classes_kanon_reading"] = bad_kanon
     return out
+
+TOP, BOTTOM = 80, 20           # configs/adult-top-bottom-coding.toml
+def numbers_in(label):
+    """The numbers a published age label shows, as kanon's verifier reads them (crates/engine/src/coding.rs)."""
+    return [float(x) for x in re.findall(r"(?<![0-9.])-?[0-9]+(?:\.[0-9]+)?|(?<=[0-9])-(?=[0-9])", label) if x != "-"]
+def classes(d):
+    sizes = d.groupby(QI, observed=True).size()
+    return {"classes": len(sizes), "min_class": int(sizes.min()), "k10_ok": bool(sizes.min() >= 10)}
+def original_ages(path):
+    return pd.read_csv(path, sep=";", dtype=str, keep_default_na=False)["age"].astype(int)
+def top_bottom(path, original, normalized=None):
+    d = read(path); ages = original_ages(original)
+    lo, hi = int(ages.min()), int(ages.max())
+    supp = d[QI].isin(SUPP).all(axis=1)
+    out = {"rows": len(d), "suppressed": int(supp.sum())}
+    out.update(classes(d[~supp]))
+    labels = d["age"].value_counts()
+    beyond = {l: int(c) for l, c in labels.items() if any(v > TOP or v < BOTTOM for v in numbers_in(l))}
+    out["rows_beyond_codes"] = sum(beyond.values()); out["labels_beyond_codes"] = sorted(beyond)[:10]
+    out["age_labels"] = len(labels)
+    out["open_ended_rows"] = int(d["age"].str.match(r"^(<|>)").sum())
+    if normalized:
+        def close(l):
+            m = re.fullmatch(r"(>=|<=|<|>)(-?\d+)", l)
+            if not m: return l
+            op, v = m.group(1), int(m.group(2))
+            return {">=": f"[{v}-{hi}]", ">": f"[{v + 1}-{hi}]", "<=": f"[{lo}-{v}]", "<": f"[{lo}-{v})"}[op]
+        n = d.copy(); n["age"] = n["age"].map(close)
+        n.to_csv(normalized, sep=";", index=False)
+        out["normalized"] = normalized
+    return out
+def micro(path, original):
+    d = read(path); o = pd.read_csv(original, sep=";", dtype=str, keep_default_na=False)
+    if "row_id" in d.columns:
+        d = d.assign(row_id=d["row_id"].astype(int)).set_index("row_id").sort_index()
+        assert list(d.index) == list(range(len(o))), "row_id does not cover the input once"
+        matched = "row_id"
+    else:
+        assert len(d) == len(o) and (d["salary-class"].values == o["salary-class"].values).all(), \
+            "release not in the input's order"
+        matched = "position"
+    supp = d[QI].isin(SUPP).all(axis=1).values
+    a = o["age"].astype(float).values[~supp]
+    pub = pd.to_numeric(d["age"].values[~supp])
+    err = a - pub
+    sst = float(((a - a.mean()) ** 2).sum())
+    out = {"rows": len(d), "suppressed": int(supp.sum()), "matched_by": matched}
+    out.update(classes(d[~supp]))
+    out.update({"sse": round(float((err ** 2).sum()), 1), "mae": round(float(abs(err).mean()), 4),
+                "sst": round(sst, 1), "sse_over_sst": round(float((err ** 2).sum()) / sst, 5),
+                "distinct_published_ages": int(pd.Series(pub).nunique())})
+    # does each class (published labels) publish the mean of its input ages?
+    g = pd.DataFrame({"k": d[~supp][QI].astype(str).agg("|".join, axis=1).values, "a": a, "p": pub})
+    dev = (g.groupby("k")["a"].transform("mean") - g["p"]).abs()
+    out["max_abs_dev_from_class_mean"] = round(float(dev.max()), 6)
+    out["rows_dev_gt_1e-4"] = int((dev > 1e-4 + 1e-9).sum())
+    return out
+def cells(path):
+    d = read(path)
+    star = d[QI].isin(SUPP)
+    supp = star.all(axis=1)
+    root = [q for q in QI if star[q].all()]       # generalised to the hierarchy's root: not suppression
+    cols = [q for q in QI if q not in root]
+    out = {"rows": len(d), "rows_all_star": int(supp.sum()), "qis_at_root": root,
+           "suppressed_cells": int(star[cols].values.sum()),
+           "rows_with_suppressed_cell": int(star[cols].any(axis=1).sum()),
+           "suppressed_cells_in_rows_kept": int(star[cols][~supp].values.sum()),
+           "suppressed_cells_per_qi": {q: int(star[q].sum()) for q in cols if star[q].any()}}
+    out.update(classes(d[~supp]))
+    return out
+def with_id(config, out_dir):
+    import tomllib
+    os.makedirs(out_dir, exist_ok=True)
+    job = os.path.splitext(os.path.basename(config))[0]
+    with open(config, "rb") as fh: cfg = tomllib.load(fh)
+    src = cfg["input"]["path"]
+    t = pd.read_parquet(src)
+    t.insert(0, "row_id", range(len(t)))
+    data = os.path.join(os.path.abspath(out_dir), "adult-id.parquet")
+    t.to_parquet(data, index=False)
+    text = open(config).read()
+    text = text.replace(f'path = "{src}"', f'path = "{data}"', 1)
+    text = text.replace(f'path = "{cfg["output"]["path"]}"', f'path = "{os.path.join(os.path.abspath(out_dir), job + "-id.parquet")}"', 1)
+    text += '\n[[attributes]]\nname = "row_id"\nrole = "insensitive"\n'
+    cfg_out = os.path.join(out_dir, job + "-id.toml")
+    open(cfg_out, "w").write(text)
+    print(cfg_out)
 if __name__ == "__main__":
-    print(sys.argv[1], check(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None))
+    a = sys.argv[1:]
+    opt = lambda name: a[a.index(name) + 1] if name in a else None
+    if a[0] == "--with-id":
+        with_id(a[1], a[2])
+    elif a[1] == "top-bottom-coding":
+        print(a[0], top_bottom(a[0], opt("--original"), opt("--normalized")))
+    elif a[1] == "microaggregation":
+        print(a[0], micro(a[0], opt("--original")))
+    elif a[1] == "cell-suppression":
+        print(a[0], cells(a[0]))
+    else:
+        print(a[0], check(a[0], a[1], int(a[2]) if len(a) > 2 else None))
