@@ -211,7 +211,11 @@ fn microaggregated_classes_publish_the_aggregate_of_their_records() {
                     .push(ages[id as usize]);
             }
             // The certificate states the classes the labels form.
-            let table = common::encode(&spec, &common::load_hierarchies(&spec), &[input.clone()]);
+            let table = common::encode(
+                &spec,
+                &common::load_hierarchies(&spec),
+                std::slice::from_ref(&input),
+            );
             let report = kanon_engine::anonymize(&spec, &table).unwrap().report;
             assert_eq!(
                 (report.classes, report.smallest_class),
@@ -289,7 +293,11 @@ fn cell_suppression_keeps_every_record_and_every_class_of_k() {
         assert!(sizes.values().all(|&s| s >= 10), "{algorithm}: {sizes:?}");
         // The certificate states the classes the labels form (a suppressed
         // cell's `*` beside a root's `*` is one class).
-        let table = common::encode(&spec, &common::load_hierarchies(&spec), &[input.clone()]);
+        let table = common::encode(
+            &spec,
+            &common::load_hierarchies(&spec),
+            std::slice::from_ref(&input),
+        );
         let report = kanon_engine::anonymize(&spec, &table).unwrap().report;
         assert_eq!(
             (report.classes, report.smallest_class),
