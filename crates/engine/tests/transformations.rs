@@ -54,6 +54,11 @@ fn job(config: &str, algorithm: &str, income: &str) -> JobSpec {
     spec
 }
 
+/// The attribute `name` of `spec`, to change one setting.
+fn attribute<'a>(spec: &'a mut JobSpec, name: &str) -> &'a mut kanon_engine::spec::AttributeSpec {
+    spec.attributes.iter_mut().find(|a| a.name == name).unwrap()
+}
+
 fn release(spec: &JobSpec, input: &RecordBatch) -> kanon_engine::Result<(RecordBatch, usize)> {
     let hierarchies = common::load_hierarchies(spec);
     common::release(spec, &hierarchies, input, 1000)
@@ -191,11 +196,7 @@ fn microaggregated_classes_publish_the_aggregate_of_their_records() {
     for algorithm in ["cover", "mondrian", "datafly", "mdav"] {
         for function in ["mean", "interval", "set"] {
             let mut spec = job("adult-microaggregation.toml", algorithm, "");
-            let age = spec
-                .attributes
-                .iter_mut()
-                .find(|a| a.name == "age")
-                .unwrap();
+            let age = attribute(&mut spec, "age");
             age.microaggregation = Some(serde_json::from_value(function.into()).unwrap());
             let (out, _) = release(&spec, &input).unwrap();
             // Classes by the published labels of every QI.
@@ -343,25 +344,13 @@ fn settings_that_do_not_fit_are_refused_naming_them() {
         assert!(err.contains(setting) && err.contains(says), "{err}");
     };
     let mut spec = base();
-    spec.attributes
-        .iter_mut()
-        .find(|a| a.name == "sex")
-        .unwrap()
-        .top_code = Some(1.0);
+    attribute(&mut spec, "sex").top_code = Some(1.0);
     refuse(spec, "attributes.sex.top_code", "categorical");
     let mut spec = base();
-    spec.attributes
-        .iter_mut()
-        .find(|a| a.name == "age")
-        .unwrap()
-        .bottom_code = Some(90.0);
+    attribute(&mut spec, "age").bottom_code = Some(90.0);
     refuse(spec, "attributes.age.bottom_code", "below top_code");
     let mut spec = base();
-    let salary = spec
-        .attributes
-        .iter_mut()
-        .find(|a| a.name == "salary-class")
-        .unwrap();
+    let salary = attribute(&mut spec, "salary-class");
     salary.microaggregation = Some(kanon_engine::spec::Microaggregation::Mode);
     refuse(
         spec,
@@ -369,11 +358,7 @@ fn settings_that_do_not_fit_are_refused_naming_them() {
         "quasi-identifier",
     );
     let mut spec = base();
-    let sex = spec
-        .attributes
-        .iter_mut()
-        .find(|a| a.name == "sex")
-        .unwrap();
+    let sex = attribute(&mut spec, "sex");
     sex.microaggregation = Some(kanon_engine::spec::Microaggregation::Mean);
     refuse(
         spec,
@@ -384,16 +369,8 @@ fn settings_that_do_not_fit_are_refused_naming_them() {
     // aggregate weakens the job file.
     let file = job("adult-microaggregation.toml", "cover", "top_code = 50000");
     let mut new = file.clone();
-    new.attributes
-        .iter_mut()
-        .find(|a| a.name == "income")
-        .unwrap()
-        .top_code = Some(50001.0);
-    new.attributes
-        .iter_mut()
-        .find(|a| a.name == "age")
-        .unwrap()
-        .microaggregation = Some(kanon_engine::spec::Microaggregation::Set);
+    attribute(&mut new, "income").top_code = Some(50001.0);
+    attribute(&mut new, "age").microaggregation = Some(kanon_engine::spec::Microaggregation::Set);
     let weakened = file.weakenings(&new);
     assert!(
         weakened.iter().any(|w| w.contains("income.top_code")),
@@ -403,16 +380,8 @@ fn settings_that_do_not_fit_are_refused_naming_them() {
         weakened.iter().any(|w| w.contains("age.microaggregation")),
         "{weakened:?}"
     );
-    new.attributes
-        .iter_mut()
-        .find(|a| a.name == "income")
-        .unwrap()
-        .top_code = Some(40000.0);
-    new.attributes
-        .iter_mut()
-        .find(|a| a.name == "age")
-        .unwrap()
-        .microaggregation = file
+    attribute(&mut new, "income").top_code = Some(40000.0);
+    attribute(&mut new, "age").microaggregation = file
         .attributes
         .iter()
         .find(|a| a.name == "age")

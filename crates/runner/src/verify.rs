@@ -541,6 +541,21 @@ impl ReleaseCheck {
         &self.columns
     }
 
+    /// Records a violation a check of a batch found (the release fails and
+    /// the check stops reading); any other error stops the check. Returns
+    /// whether the release failed.
+    fn violated(&mut self, checked: kanon_engine::Result<()>) -> Result<bool> {
+        match checked {
+            Ok(()) => Ok(false),
+            Err(Error::VerificationFailed(msg)) => {
+                self.failed = Some(msg);
+                self.verifier = None;
+                Ok(true)
+            }
+            Err(e) => Err(e).with_context(|| format!("cannot check release {}", self.label)),
+        }
+    }
+
     /// Adds one batch of the release.
     ///
     /// # Errors
@@ -549,34 +564,22 @@ impl ReleaseCheck {
         if self.failed.is_some() {
             return Ok(());
         }
-        for name in &self.pseudonymised {
+        for i in 0..self.pseudonymised.len() {
+            let name = &self.pseudonymised[i];
             let Some(array) = batch.column_by_name(name) else {
                 continue;
             };
-            match kanon_engine::recode::check_pseudonymised(name, array.as_ref()) {
-                Ok(()) => {}
-                Err(Error::VerificationFailed(msg)) => {
-                    self.failed = Some(msg);
-                    self.verifier = None;
-                    return Ok(());
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot check release {}", self.label))
-                }
+            let checked = kanon_engine::recode::check_pseudonymised(name, array.as_ref());
+            if self.violated(checked)? {
+                return Ok(());
             }
         }
-        if let Some(v) = &mut self.verifier {
-            match v.push(batch) {
-                Ok(()) => {}
-                Err(Error::VerificationFailed(msg)) => {
-                    self.failed = Some(msg);
-                    self.verifier = None;
-                    return Ok(());
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot check release {}", self.label))
-                }
-            }
+        let pushed = match &mut self.verifier {
+            Some(v) => v.push(batch),
+            None => Ok(()),
+        };
+        if self.violated(pushed)? {
+            return Ok(());
         }
         if let Some(p) = &mut self.people {
             let Some(array) = batch.column_by_name(&p.column) else {
