@@ -64,6 +64,13 @@ fn release(spec: &JobSpec, input: &RecordBatch) -> kanon_engine::Result<(RecordB
     common::release(spec, &hierarchies, input, 1000)
 }
 
+/// The report (the certificate's figures) of the job on `input`.
+fn report_of(spec: &JobSpec, input: &RecordBatch) -> kanon_engine::metrics::Report {
+    let hierarchies = common::load_hierarchies(spec);
+    let table = common::encode(spec, &hierarchies, std::slice::from_ref(input));
+    kanon_engine::anonymize(spec, &table).unwrap().report
+}
+
 fn ints(batch: &RecordBatch, name: &str) -> Vec<i64> {
     let col = arrow::compute::cast(batch.column_by_name(name).unwrap(), &DataType::Int64).unwrap();
     col.as_primitive::<Int64Type>().values().to_vec()
@@ -212,12 +219,7 @@ fn microaggregated_classes_publish_the_aggregate_of_their_records() {
                     .push(ages[id as usize]);
             }
             // The certificate states the classes the labels form.
-            let table = common::encode(
-                &spec,
-                &common::load_hierarchies(&spec),
-                std::slice::from_ref(&input),
-            );
-            let report = kanon_engine::anonymize(&spec, &table).unwrap().report;
+            let report = report_of(&spec, &input);
             assert_eq!(
                 (report.classes, report.smallest_class),
                 (classes.len(), classes.values().map(Vec::len).min().unwrap()),
@@ -294,12 +296,7 @@ fn cell_suppression_keeps_every_record_and_every_class_of_k() {
         assert!(sizes.values().all(|&s| s >= 10), "{algorithm}: {sizes:?}");
         // The certificate states the classes the labels form (a suppressed
         // cell's `*` beside a root's `*` is one class).
-        let table = common::encode(
-            &spec,
-            &common::load_hierarchies(&spec),
-            std::slice::from_ref(&input),
-        );
-        let report = kanon_engine::anonymize(&spec, &table).unwrap().report;
+        let report = report_of(&spec, &input);
         assert_eq!(
             (report.classes, report.smallest_class),
             (sizes.len(), *sizes.values().min().unwrap()),

@@ -1321,20 +1321,7 @@ fn each_model_job_on_the_bundled_data_runs_and_verifies() {
 /// accepts each release, and each release shows its transformation.
 #[test]
 fn each_transformation_job_on_the_bundled_data_runs_and_verifies() {
-    let labels = |path: &std::path::Path, column: &str| -> Vec<String> {
-        let t = read_parquet(path);
-        let a = arrow::compute::cast(
-            t.column_by_name(column).unwrap(),
-            &arrow::datatypes::DataType::Utf8,
-        )
-        .unwrap();
-        a.as_any()
-            .downcast_ref::<arrow::array::StringArray>()
-            .unwrap()
-            .iter()
-            .map(|v| v.unwrap_or_default().to_string())
-            .collect()
-    };
+    let labels = |path: &std::path::Path, column: &str| column_text(&read_parquet(path), column);
     let rows = adult().num_rows();
     for name in ["top-bottom-coding", "microaggregation", "cell-suppression"] {
         let dir = tempfile::tempdir().unwrap();

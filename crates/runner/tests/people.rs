@@ -161,19 +161,7 @@ fn job_file_with(dir: &Path, role: &str, privacy: &str) -> PathBuf {
 /// have rows in two classes (which an attacker intersects).
 fn patients_per_class(release: &Path) -> (usize, usize, usize) {
     let t = read_parquet(release);
-    let text = |c: &str| {
-        let a = arrow::compute::cast(
-            t.column_by_name(c).unwrap(),
-            &arrow::datatypes::DataType::Utf8,
-        )
-        .unwrap();
-        a.as_any()
-            .downcast_ref::<arrow::array::StringArray>()
-            .unwrap()
-            .iter()
-            .map(|v| v.unwrap_or_default().to_string())
-            .collect::<Vec<_>>()
-    };
+    let text = |c: &str| column_text(&t, c);
     let (age, sex, id) = (text("age"), text("sex"), text("patient_id"));
     let mut classes: std::collections::HashMap<
         (String, String),

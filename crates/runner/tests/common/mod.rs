@@ -22,6 +22,17 @@ pub use kanon_e2e::{
     adult_job, ls, read_parquet, read_parquet_bytes, root, set_algorithm, ADULT_QIS,
 };
 
+/// A column of `batch` as text, one string per row (null as empty).
+pub fn column_text(batch: &RecordBatch, name: &str) -> Vec<String> {
+    let a = arrow::compute::cast(batch.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
+    a.as_any()
+        .downcast_ref::<arrow::array::StringArray>()
+        .unwrap()
+        .iter()
+        .map(|v| v.unwrap_or_default().to_string())
+        .collect()
+}
+
 /// The `kanon` binary, run from the repository root, without AWS or KANON
 /// variables from the caller's environment (and HOME pointing nowhere, so
 /// no real AWS profile is read).
