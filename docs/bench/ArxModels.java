@@ -22,6 +22,9 @@
  *                               setMicroAggregationFunction("age", createArithmeticMean(), true): classes
  *                               are formed with the hierarchy, each publishes its mean age (DECIMAL, so
  *                               not rounded to whole years as DataType.INTEGER would)
+ *        differential-privacy   EDDifferentialPrivacy(2.0, 1e-6) (data-dependent: SafePub's search),
+ *                               setDPSearchBudget(0.1), setHeuristicSearchStepLimit(100), suppression limit 1,
+ *                               Metric.createLossMetric(); ARX draws from SecureRandom, so each run differs
  *        cell-suppression       KAnonymity(10); ARX has no cell-level suppression: always global Flash with
  *                               record suppression, limit 0.02 (kanon's suppression_limit) unless
  *                               ARX_GLOBAL_SUPP is set
@@ -65,6 +68,7 @@ import org.deidentifier.arx.criteria.AverageReidentificationRisk;
 import org.deidentifier.arx.criteria.DDisclosurePrivacy;
 import org.deidentifier.arx.criteria.EnhancedBLikeness;
 import org.deidentifier.arx.criteria.KAnonymity;
+import org.deidentifier.arx.criteria.EDDifferentialPrivacy;
 import org.deidentifier.arx.criteria.KMap;
 import org.deidentifier.arx.criteria.PopulationUniqueness;
 import org.deidentifier.arx.criteria.PrivacyCriterion;
@@ -173,6 +177,8 @@ public class ArxModels {
         case "population-uniqueness":
             return new PrivacyCriterion[] { new PopulationUniqueness(0.001, PopulationUniquenessModel.DANKAR,
                                                                      ARXPopulationModel.create(POPULATION)) };
+        case "differential-privacy":
+            return new PrivacyCriterion[] { new EDDifferentialPrivacy(2.0, 1e-6) };
         case "top-bottom-coding":
         case "microaggregation":
         case "cell-suppression":
@@ -186,7 +192,12 @@ public class ArxModels {
         ARXConfiguration c = ARXConfiguration.create();
         for (PrivacyCriterion p : models(model)) c.addPrivacyModel(p);
         c.setAlgorithm(AnonymizationAlgorithm.OPTIMAL);
-        if (alg.equals("global")) {
+        if (model.equals("differential-privacy")) {
+            c.setSuppressionLimit(1d);
+            c.setDPSearchBudget(0.1);
+            c.setHeuristicSearchStepLimit(100);
+            c.setQualityModel(Metric.createLossMetric());
+        } else if (alg.equals("global")) {
             c.setSuppressionLimit(globalSupp);
             c.setQualityModel(Metric.createLossMetric());
         } else {
@@ -237,7 +248,7 @@ public class ArxModels {
         File release = new File(args[3]);
         String alg = args.length > 4 ? args[4] : "local";
         double supp = Double.parseDouble(System.getenv().getOrDefault("ARX_GLOBAL_SUPP",
-                model.equals("cell-suppression") ? "0.02" : "0"));
+                model.equals("cell-suppression") ? "0.02" : model.equals("differential-privacy") ? "1" : "0"));
         String note = "";
         if (model.equals("cell-suppression") && !alg.equals("global")) {
             alg = "global";
@@ -267,6 +278,8 @@ public class ArxModels {
         String derivedK = "";
         KMap km = cold.result.getConfiguration().getPrivacyModel(KMap.class);
         if (km != null) derivedK = String.valueOf(km.getDerivedK());
+        EDDifferentialPrivacy dp = cold.result.getConfiguration().getPrivacyModel(EDDifferentialPrivacy.class);
+        if (dp != null) derivedK = dp.getK() + " beta=" + dp.getBeta();
         RiskEstimateBuilder risk = cold.output.getRiskEstimator(ARXPopulationModel.create(POPULATION));
         double avgRisk = risk.getSampleBasedReidentificationRisk().getEstimatedProsecutorRisk();
         double uniq = risk.getSampleBasedUniquenessRisk().getFractionOfUniqueRecords();

@@ -2,6 +2,9 @@
 """Check a release (ARX ';' CSV or kanon parquet) against the models' definitions from the published labels.
 
   arx_models_check.py RELEASE MODEL [k']                  the five privacy models (k' for k-map)
+  arx_models_check.py RELEASE differential-privacy K       the release part of SafePub: every class
+      (by published labels) at least the derived K; rows published and suppressed (a kanon release
+      omits the rows its sample left out and the suppressed ones; ARX publishes them as '*')
   arx_models_check.py RELEASE top-bottom-coding --original ADULT_CSV [--normalized OUT_CSV]
       k by labels, published age labels beyond the codes (80/20, as kanon verify reads them); with
       --normalized, writes the release with open-ended age labels (>=80, <25, <=20) as closed
@@ -32,7 +35,9 @@ def check(path, model, kprime=None):
     pub = d[~supp]
     sizes = pub.groupby(QI, observed=True).size()
     n = len(pub); out = {"rows": len(d), "suppressed": int(supp.sum()), "classes": len(sizes), "min_class": int(sizes.min())}
-    if model in ("k-map", "average-risk", "population-uniqueness"):
+    if model == "differential-privacy":
+        out["ok"] = out["min_class"] >= kprime
+    elif model in ("k-map", "average-risk", "population-uniqueness"):
         out["mean_risk"] = round(len(sizes) / n, 5)
         out["share_in_classes_lt5"] = round(float(sizes[sizes < 5].sum()) / n, 5)
         out["sample_uniques"] = int((sizes == 1).sum())

@@ -64,8 +64,9 @@ pub struct Override {
 
 /// `KANON_*` variables that are not job settings: read by `kanon-job` and
 /// the deploy files (deploy/README.md), the default pseudonym key, the
-/// certificate signing key, and the test suite's hooks (`KANON_TEST_*`).
-pub const OTHER_ENV_VARS: [&str; 9] = [
+/// certificate signing key, the secret of differential privacy's draws,
+/// and the test suite's hooks (`KANON_TEST_*`).
+pub const OTHER_ENV_VARS: [&str; 10] = [
     "KANON_JOB",
     "KANON_OUTPUT",
     "KANON_TIMEOUT",
@@ -75,6 +76,7 @@ pub const OTHER_ENV_VARS: [&str; 9] = [
     "KANON_BIN",
     kanon_engine::spec::DEFAULT_KEY_ENV,
     crate::signing::KEY_ENV,
+    kanon_engine::algorithms::safepub::KEY_ENV,
 ];
 
 /// The `KANON_*` variables of `vars`: the overrides they give

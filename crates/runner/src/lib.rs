@@ -114,8 +114,8 @@ pub(crate) struct JobArgs {
     #[arg(long)]
     pub k: Option<usize>,
     /// Override `algorithm.name`: mondrian, datafly, incognito, sbc,
-    /// heuristic-min, kaca, l-clustering, mondrian-hierarchy, cover or mdav
-    /// (tested against the engine's registry).
+    /// heuristic-min, kaca, l-clustering, mondrian-hierarchy, cover, mdav or
+    /// safepub (differential privacy; tested against the engine's registry).
     #[arg(long)]
     pub algorithm: Option<String>,
     /// Override `algorithm.seed`.

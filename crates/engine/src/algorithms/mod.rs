@@ -15,6 +15,7 @@ pub mod mdav;
 pub mod mondrian;
 pub mod partitioned;
 pub mod registry;
+pub mod safepub;
 pub mod sbc;
 
 use serde::Serialize;

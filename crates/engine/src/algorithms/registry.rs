@@ -6,7 +6,8 @@
 //! any work, so an algorithm never meets a job it does not honour.
 
 use crate::algorithms::{
-    cover, datafly, heuristic_min, incognito, kaca, l_clustering, mdav, mondrian, sbc, Algorithm,
+    cover, datafly, heuristic_min, incognito, kaca, l_clustering, mdav, mondrian, safepub, sbc,
+    Algorithm,
 };
 use crate::error::{Error, Result};
 use crate::registry::{Named, Registry};
@@ -147,6 +148,12 @@ const BUILT_IN: &[Registration] = &[
         capabilities: Capabilities::NONE.block_wise(true),
         build: |a| Ok(Box::new(mdav::Mdav::from_params(a.params()?))),
     },
+    Registration {
+        name: "safepub",
+        summary: "(epsilon, delta)-differential privacy: random sampling, a full-domain generalisation chosen by the exponential mechanism or without reading the data, classes below the derived k suppressed (Bild et al., PoPETs 2018)",
+        capabilities: GLOBAL.l_diversity(true),
+        build: |a| Ok(Box::new(safepub::SafePub::from_params(a.params()?))),
+    },
 ];
 
 impl Named for Registration {
@@ -210,7 +217,7 @@ mod tests {
         for (i, n) in names.iter().enumerate() {
             assert!(!names[..i].contains(n), "{n} twice");
         }
-        assert_eq!(names.len(), 10);
+        assert_eq!(names.len(), 11);
         let err = register(Registration {
             name: "mondrian",
             ..BUILT_IN[0]

@@ -19,7 +19,9 @@
 //! and the mean prosecutor risk of a release (the latter as ARX's average
 //! re-identification risk, with records at risk); [`UniquenessThreshold`],
 //! a bound on the sample or estimated population uniques; and [`KMap`],
-//! Sweeney's k-map estimated from the sampling fraction as ARX does.
+//! Sweeney's k-map estimated from the sampling fraction as ARX does; and
+//! [`DifferentialPrivacy`], (ε, δ)-differential privacy by SafePub's
+//! sampling and the k it derives.
 //!
 //! One model per file: [`KAnonymity`] and the l-diversity models; an
 //! anonymity [`Requirement`] on a subset of the QIs is not a per-class
@@ -36,6 +38,7 @@ mod l_diversity;
 mod likeness;
 pub(crate) use l_diversity::hitting_number_of;
 mod average_risk;
+mod differential_privacy;
 mod k_map;
 pub mod registry;
 mod requirement;
@@ -44,6 +47,7 @@ mod t_closeness;
 mod uniqueness;
 
 pub use average_risk::AverageRisk;
+pub use differential_privacy::{DifferentialPrivacy, DpSearch, GeneralisationDegree};
 pub use job::Privacy;
 pub use k_anonymity::KAnonymity;
 pub use k_map::{CellSizeEstimator, KMap};

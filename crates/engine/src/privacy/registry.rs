@@ -49,11 +49,18 @@
 //! population_size = 240000000  # default: `[risk] population_size`
 //! significance = 0.01       # default
 //! estimator = "poisson"     # or "zero-truncated-poisson"
+//!
+//! [privacy.models.differential-privacy]  # SafePub; algorithm "safepub"
+//! epsilon = 2.0
+//! delta = 1e-6
+//! search_budget = 0.1       # default; or generalisation = "medium"
+//! steps = 100               # default
 //! ```
 
 use serde::Deserialize;
 
 use super::average_risk::AverageRisk;
+use super::differential_privacy::{DifferentialPrivacy, DpSearch, GeneralisationDegree};
 use super::k_map::{CellSizeEstimator, KMap};
 use super::l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
 use super::likeness::{BetaLikeness, DeltaDisclosure};
@@ -531,6 +538,145 @@ fn delta_disclosure(
     )
 }
 
+/// Parameters of `[privacy.models.differential-privacy]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DpParams {
+    epsilon: f64,
+    delta: f64,
+    generalisation: Option<GeneralisationDegree>,
+    search_budget: Option<f64>,
+    steps: Option<usize>,
+}
+
+/// The most expansions SafePub's search may make: each spends
+/// `search_budget / steps`, so more steps only flatten the choice.
+const MAX_DP_STEPS: usize = 10_000;
+
+/// (ε, δ)-differential privacy by SafePub. The guarantee holds only for
+/// the whole mechanism (sampling, a transformation chosen without looking
+/// at the data or by the exponential mechanism, suppression of every class
+/// below k), so the job must be exactly that: the algorithm `safepub`, no
+/// other model, every row allowed to be suppressed, no transformation that
+/// publishes values computed from the data, and one row per person.
+fn differential_privacy(
+    spec: &JobSpec,
+    params: &serde_json::Value,
+) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    Ok(vec![Box::new(dp_model(spec, params)?)])
+}
+
+/// The job's `[privacy.models.differential-privacy]`, checked as its
+/// registry entry checks it; `None` when the job names no such model.
+///
+/// # Errors
+/// As the model's builder.
+pub(crate) fn differential_privacy_of(spec: &JobSpec) -> Result<Option<DifferentialPrivacy>> {
+    spec.privacy
+        .models
+        .get("differential-privacy")
+        .map(|params| dp_model(spec, params))
+        .transpose()
+}
+
+fn dp_model(spec: &JobSpec, params: &serde_json::Value) -> Result<DifferentialPrivacy> {
+    const NAME: &str = "privacy.models.differential-privacy";
+    let p: DpParams = parse(NAME, params)?;
+    if !(p.epsilon.is_finite() && p.epsilon > 0.0 && p.epsilon <= 20.0) {
+        return Err(Error::spec(
+            format!("{NAME}.epsilon"),
+            format!("epsilon = {} is not in (0, 20]: it is the privacy budget, e.g. epsilon = 1 (smaller protects more)", p.epsilon),
+        ));
+    }
+    if !(p.delta > 0.0 && p.delta < 1.0) {
+        return Err(Error::spec(
+            format!("{NAME}.delta"),
+            format!("delta = {} is not in (0, 1): it is the chance the guarantee fails, far below 1 / rows, e.g. delta = 1e-6", p.delta),
+        ));
+    }
+    let search = match (p.generalisation, p.search_budget, p.steps) {
+        (Some(degree), None, None) => DpSearch::Fixed(degree),
+        (Some(_), _, _) => {
+            return Err(Error::spec(
+                format!("{NAME}.generalisation"),
+                "a fixed `generalisation` spends no budget on a search: drop `search_budget` and `steps`, or drop `generalisation` to let SafePub search",
+            ))
+        }
+        (None, budget, steps) => {
+            let budget = budget.unwrap_or(0.1);
+            if !(budget > 0.0 && budget < p.epsilon) {
+                return Err(Error::spec(
+                    format!("{NAME}.search_budget"),
+                    format!("search_budget = {budget} is not in (0, epsilon = {}): the search spends it and the sampling the rest; give e.g. search_budget = 0.1, or `generalisation = \"medium\"` to spend none", p.epsilon),
+                ));
+            }
+            let steps = steps.unwrap_or(100);
+            if !(1..=MAX_DP_STEPS).contains(&steps) {
+                return Err(Error::spec(
+                    format!("{NAME}.steps"),
+                    format!("steps = {steps} is not in 1..={MAX_DP_STEPS}: the search makes that many expansions, e.g. steps = 100"),
+                ));
+            }
+            DpSearch::Exponential { budget, steps }
+        }
+    };
+    let refuse = |setting: &str, why: &str| -> Result<DifferentialPrivacy> {
+        Err(Error::spec(
+            setting.to_string(),
+            format!("differential privacy holds only for SafePub's whole mechanism: {why}"),
+        ))
+    };
+    if spec.algorithm.name != "safepub" {
+        return refuse(
+            "algorithm.name",
+            &format!("choose name = \"safepub\" (not `{}`): it samples the rows, chooses the generalisation without reading them (or by the exponential mechanism) and suppresses every class below the derived k", spec.algorithm.name),
+        );
+    }
+    if let Some(other) = spec
+        .privacy
+        .models
+        .keys()
+        .find(|m| *m != "differential-privacy")
+    {
+        return refuse(
+            &format!("privacy.models.{other}"),
+            "another model would choose the release by reading the data; remove it",
+        );
+    }
+    if spec.privacy.l.is_some() {
+        return refuse("privacy.l", "l-diversity reads the data; remove `l`");
+    }
+    if !spec.privacy.requirements.is_empty() {
+        return refuse(
+            "privacy.requirements",
+            "requirements choose the release by reading the data; remove them",
+        );
+    }
+    if spec.privacy.entity.is_some() {
+        return refuse(
+            "privacy.entity",
+            "its guarantee is per record, and a person with several rows would be protected by less than epsilon; publish one row per person",
+        );
+    }
+    if spec.suppression_limit() < 1.0 {
+        return refuse(
+            "privacy.suppression_limit",
+            "every class below k is suppressed whatever its size, or the choice would depend on the data; set suppression_limit = 1.0",
+        );
+    }
+    if let Some(a) = spec
+        .attributes
+        .iter()
+        .find(|a| a.microaggregation.is_some())
+    {
+        return refuse(
+            &format!("attributes.{}.microaggregation", a.name),
+            "microaggregation publishes values computed from the records; remove it",
+        );
+    }
+    Ok(DifferentialPrivacy::new(p.epsilon, p.delta, search))
+}
+
 const BUILT_IN: &[ModelRegistration] = &[
     ModelRegistration {
         name: "distinct-l-diversity",
@@ -607,6 +753,11 @@ const BUILT_IN: &[ModelRegistration] = &[
         name: "k-map",
         summary: "every class matches at least k people of the population, estimated from the sampling fraction with a significance level as ARX (Sweeney 2001)",
         build: k_map,
+    },
+    ModelRegistration {
+        name: "differential-privacy",
+        summary: "(epsilon, delta)-differential privacy by SafePub: random sampling, a generalisation chosen without reading the data or by the exponential mechanism, and classes below the derived k suppressed (Bild, Kuhn and Prasser, PoPETs 2018)",
+        build: differential_privacy,
     },
     ModelRegistration {
         name: "risk-threshold",
