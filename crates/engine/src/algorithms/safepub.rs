@@ -23,8 +23,9 @@
 //! ARX returns the best-scoring node the search visited, comparing the
 //! exact scores. An exact comparison reads the data without noise, so kanon
 //! draws the result among the visited nodes with the exponential mechanism
-//! as well: the search budget is split over `steps + 1` draws, and the
-//! guarantee follows from sequential composition alone.
+//! as well, with nine tenths of the search budget (the steps share the
+//! other tenth), and the guarantee follows from sequential composition
+//! alone.
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -208,6 +209,10 @@ impl Algorithm for SafePub {
     }
 }
 
+/// The share of the search budget spent on the final choice among the
+/// visited nodes; the rest is split over the steps.
+const FINAL_SHARE: f64 = 0.9;
+
 /// SafePub's search over the lattice of the sample: returns the chosen
 /// node, the draws made and the nodes scored.
 fn search<K: Key>(
@@ -230,9 +235,13 @@ fn search<K: Key>(
         let verdict = lattice.verdict(&fs);
         -lattice.score(&fs, &verdict, &costs).loss / n_qi / sensitivity
     };
-    // Half of the budget for the steps, half for the final choice.
-    let epsilon_step = budget / 2.0 / steps as f64;
-    let epsilon_final = budget / 2.0;
+    // At the budgets SafePub is used with, each step's draw is close to
+    // uniform (ε / steps on a score divided by k - 1): the walk gathers
+    // candidates, and the final choice among them decides the loss. So a
+    // tenth of the budget goes to the steps and nine tenths to that choice
+    // (measured on Adult: mean granularity 0.62 against 0.70 with half).
+    let epsilon_step = budget * (1.0 - FINAL_SHARE) / steps as f64;
+    let epsilon_final = budget * FINAL_SHARE;
     let top = lattice.heights().to_vec();
     let top_score = score_of(&top);
     let mut pivot = (top, top_score);
