@@ -1419,9 +1419,30 @@ fn the_differential_privacy_job_runs_verifies_and_draws_from_its_secret() {
         published[0], published[1],
         "the key and seed repeat the release"
     );
-    let cert = std::fs::read_to_string(dir.path().join("_a.parquet.kanon_release.json")).unwrap();
+    let cert = |name: &str| -> serde_json::Value {
+        let path = dir
+            .path()
+            .join(format!("_{name}.parquet.kanon_release.json"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let text = cert("a").to_string();
     assert!(
-        cert.contains("differential-privacy") && cert.contains("epsilon"),
-        "{cert}"
+        text.contains("differential-privacy") && text.contains("epsilon"),
+        "{text}"
+    );
+    // The input's fingerprint would tell an attacker who knows all records
+    // but one which input was used: keyed with the secret, or absent.
+    let keyed = cert("a")["certificate"]["input"]["fingerprint"].clone();
+    assert!(
+        keyed
+            .as_str()
+            .is_some_and(|f| f.starts_with("hmac-sha256:")),
+        "{keyed}"
+    );
+    assert_eq!(keyed, cert("b")["certificate"]["input"]["fingerprint"]);
+    assert!(
+        cert("fresh")["certificate"]["input"]["fingerprint"].is_null(),
+        "{}",
+        cert("fresh")
     );
 }

@@ -27,6 +27,7 @@
 //! other tenth), and the guarantee follows from sequential composition
 //! alone.
 
+use hmac::{Hmac, Mac};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
@@ -38,6 +39,7 @@ use crate::algorithms::{details, Algorithm, Context, Outcome};
 use crate::classes::EquivalenceClasses;
 use crate::error::{Error, Result};
 use crate::privacy::{DifferentialPrivacy, DpSearch};
+use crate::spec::JobSpec;
 
 /// SafePub takes its parameters from `[privacy.models.differential-privacy]`;
 /// `[algorithm]` holds only the name and the seed.
@@ -108,6 +110,37 @@ fn mechanism_rng(seed: u64) -> Result<(ChaCha20Rng, MechanismRandomness)> {
             Ok((ChaCha20Rng::from_seed(bytes), MechanismRandomness::Fresh))
         }
     }
+}
+
+/// What a release of `spec` may publish as its input's fingerprint
+/// (certificate, Parquet footer, Delta transaction id, report).
+///
+/// A fingerprint is a deterministic function of the input, so whoever
+/// knows every record but one can compute it for each candidate of the
+/// last and tell which input was used: differential privacy must not allow
+/// that. A job under `differential-privacy` therefore publishes the
+/// fingerprint keyed with `KANON_DP_KEY` (HMAC-SHA-256, so that reruns on
+/// the same input still match and a Delta append stays idempotent), or
+/// none without the key. Other jobs publish it as it is.
+pub fn published_fingerprint(spec: &JobSpec, fingerprint: Option<String>) -> Option<String> {
+    if !spec.privacy.models.contains_key("differential-privacy") {
+        return fingerprint;
+    }
+    let key = std::env::var(KEY_ENV).ok()?;
+    let key = key.trim();
+    if key.is_empty() {
+        return None;
+    }
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).ok()?;
+    mac.update(b"kanon input fingerprint\0");
+    mac.update(fingerprint?.as_bytes());
+    let tag: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Some(format!("hmac-sha256:{tag}"))
 }
 
 #[derive(Debug, Serialize)]

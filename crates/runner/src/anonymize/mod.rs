@@ -829,7 +829,12 @@ impl PassOne {
             });
         read?;
         bar.finish_and_clear();
-        let fingerprint = dataset.fingerprint(csv_hash);
+        // A differentially private release publishes only a keyed
+        // fingerprint (or none): see `published_fingerprint`.
+        let fingerprint = kanon_engine::algorithms::safepub::published_fingerprint(
+            spec,
+            dataset.fingerprint(csv_hash),
+        );
         let rows_in = rows_read - left_rows;
         if rows_in == 0 && left_rows > 0 {
             return Err(NothingNew {

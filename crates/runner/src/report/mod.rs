@@ -248,7 +248,11 @@ fn read_input(
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
-    let fingerprint = dataset.fingerprint(scan.csv_hash());
+    // Compared with the release's, so computed as the release published it.
+    let fingerprint = kanon_engine::algorithms::safepub::published_fingerprint(
+        &job.spec,
+        dataset.fingerprint(scan.csv_hash()),
+    );
     drop(scan);
     let table = encoder.finish()?;
     let risk = input_risk(job, storage, &table)?;
