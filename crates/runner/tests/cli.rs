@@ -1400,6 +1400,12 @@ fn the_differential_privacy_job_runs_verifies_and_draws_from_its_secret() {
         }
         let o = run(&mut c);
         assert_eq!(o.status.code(), Some(0), "{name}: {}", show(&o));
+        let draws = if key.is_some() { "keyed" } else { "fresh" };
+        assert!(
+            stdout(&o).contains(&format!("left out; draws {draws}")),
+            "{name}: {}",
+            show(&o)
+        );
         let o = run(kanon().args(["verify", "-c", JOB, "-i"]).arg(&out));
         assert_eq!(o.status.code(), Some(0), "{name}: {}", show(&o));
         let m: serde_json::Value =

@@ -117,6 +117,17 @@ impl Run<'_> {
             r.rows_out,
             r.suppressed_rows
         );
+        // SafePub's sample: the rows it left out are among the suppressed.
+        if let (Some(sampled), Some(left)) = (
+            result.details.get("sampled_rows"),
+            result.details.get("rows_not_sampled"),
+        ) {
+            outln!(
+                "  sample        {sampled} rows drawn (probability {}), {left} left out; draws {}",
+                result.details["beta"],
+                result.details["randomness"].as_str().unwrap_or_default()
+            );
+        }
         if self.left_out.0 > 0 {
             outln!(
                 "  history       {} rows of {} people the table already publishes left out (output.history)",
