@@ -356,3 +356,26 @@ def test_a_generator_behind_a_record_batch_reader_streams_in(cli_release):
     reader = pa.RecordBatchReader.from_batches(table.schema, batches())
     got = kanon.anonymize(reader, JOB).table
     assert got.equals(pq.read_table(cli_out))
+
+
+def test_differential_privacy_draws_from_the_key_as_the_cli_does(tmp_path, monkeypatch):
+    """SafePub (issue 36): with the same KANON_DP_KEY, seed and input the
+    Python release is the command line's, byte for byte; it verifies, and
+    its input fingerprint is keyed."""
+    job = ROOT / "configs" / "adult-differential-privacy.toml"
+    key = "python-test-key-of-differential-privacy-0123456789"
+    by_cli = tmp_path / "cli.parquet"
+    subprocess.run(
+        [cli(), "anonymize", "--config", str(job), "--output", str(by_cli)],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "KANON_DP_KEY": key},
+    )
+    monkeypatch.setenv("KANON_DP_KEY", key)
+    by_python = tmp_path / "python.parquet"
+    release = kanon.anonymize(None, job, output=by_python)
+    assert sha(by_python) == sha(by_cli)
+    details = release.metrics["details"]
+    assert details["randomness"] == "keyed" and details["k"] == 119
+    assert 0 < release.table.num_rows < 30162
+    assert release.metrics["input_fingerprint"].startswith("hmac-sha256:")
+    assert "differential privacy" in kanon.verify(by_python, job)
