@@ -251,15 +251,7 @@ mod tests {
                 .unwrap();
         let classes = crate::encode::EquivalenceClasses::of(&table);
         let privacy = Privacy::k_anonymity(k);
-        let ctx = Context {
-            table: &table,
-            classes: &classes,
-            privacy: &privacy,
-            spec: &spec,
-            cancel: crate::cancel::Cancellation::never(),
-            progress: crate::progress::Silent::sink(),
-            blocks: crate::algorithms::partitioned::LocalBlocks::get(),
-        };
+        let ctx = Context::local(&table, &classes, &privacy, &spec);
         Mdav.run(&ctx).unwrap().partition
     }
 

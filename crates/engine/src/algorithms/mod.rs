@@ -48,6 +48,28 @@ pub struct Context<'a> {
     pub blocks: &'a dyn partitioned::BlockExecutor,
 }
 
+#[cfg(test)]
+impl<'a> Context<'a> {
+    /// The context of a unit test: never cancelled, no progress, blocks
+    /// clustered on this machine.
+    pub(crate) fn local(
+        table: &'a QiTable,
+        classes: &'a EquivalenceClasses,
+        privacy: &'a Privacy,
+        spec: &'a JobSpec,
+    ) -> Self {
+        Context {
+            table,
+            classes,
+            privacy,
+            spec,
+            cancel: crate::cancel::Cancellation::never(),
+            progress: crate::progress::Silent::sink(),
+            blocks: partitioned::LocalBlocks::get(),
+        }
+    }
+}
+
 /// What an algorithm returns.
 #[derive(Debug, Clone)]
 pub struct Outcome {

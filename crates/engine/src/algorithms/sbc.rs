@@ -438,15 +438,7 @@ mod tests {
         let classes = EquivalenceClasses::of(table);
         let privacy = Privacy::from_spec(spec).unwrap();
         Sbc::from_params(params)
-            .run(&Context {
-                table,
-                classes: &classes,
-                privacy: &privacy,
-                spec,
-                cancel: crate::cancel::Cancellation::never(),
-                progress: crate::progress::Silent::sink(),
-                blocks: crate::algorithms::partitioned::LocalBlocks::get(),
-            })
+            .run(&Context::local(table, &classes, &privacy, spec))
             .unwrap()
     }
 

@@ -49,15 +49,7 @@ fn run(spec: &JobSpec, table: &QiTable, check: bool) -> Result<Outcome> {
     kaca.check = check;
     let privacy = Privacy::from_spec(spec)?;
     let classes = EquivalenceClasses::of(table);
-    kaca.run(&Context {
-        table,
-        classes: &classes,
-        privacy: &privacy,
-        spec,
-        cancel: crate::cancel::Cancellation::never(),
-        progress: crate::progress::Silent::sink(),
-        blocks: crate::algorithms::partitioned::LocalBlocks::get(),
-    })
+    kaca.run(&Context::local(table, &classes, &privacy, spec))
 }
 
 /// The KACA paper, Table 1a.

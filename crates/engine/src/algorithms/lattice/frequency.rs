@@ -297,15 +297,7 @@ mod tests {
         let (spec, table) = fixture();
         let classes = EquivalenceClasses::of(&table);
         let privacy = Privacy::k_anonymity(3);
-        let ctx = Context {
-            table: &table,
-            classes: &classes,
-            privacy: &privacy,
-            spec: &spec,
-            cancel: crate::cancel::Cancellation::never(),
-            progress: crate::progress::Silent::sink(),
-            blocks: crate::algorithms::partitioned::LocalBlocks::get(),
-        };
+        let ctx = Context::local(&table, &classes, &privacy, &spec);
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 2];
         let space = Space::new(attrs.to_vec(), lattice.heights()).unwrap();
@@ -344,15 +336,7 @@ mod tests {
         let (spec, table) = fixture();
         let classes = EquivalenceClasses::of(&table);
         let privacy = Privacy::k_anonymity(61);
-        let ctx = Context {
-            table: &table,
-            classes: &classes,
-            privacy: &privacy,
-            spec: &spec,
-            cancel: crate::cancel::Cancellation::never(),
-            progress: crate::progress::Silent::sink(),
-            blocks: crate::algorithms::partitioned::LocalBlocks::get(),
-        };
+        let ctx = Context::local(&table, &classes, &privacy, &spec);
         let lattice = Lattice::new(&ctx, "test").unwrap();
         let attrs = [0usize, 1, 2];
         assert_eq!(lattice.heights(), &[2, 4, 3]);

@@ -54,15 +54,7 @@ fn with(spec: &JobSpec, algorithm: &str, block_size: Option<usize>) -> JobSpec {
 
 fn run(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Result<Outcome> {
     let classes = EquivalenceClasses::of(table);
-    by_name(spec)?.run(&Context {
-        table,
-        classes: &classes,
-        privacy,
-        spec,
-        cancel: crate::cancel::Cancellation::never(),
-        progress: crate::progress::Silent::sink(),
-        blocks: crate::algorithms::partitioned::LocalBlocks::get(),
-    })
+    by_name(spec)?.run(&Context::local(table, &classes, privacy, spec))
 }
 
 /// Distinct l-diversity on the first sensitive column (a local copy, so
@@ -448,15 +440,7 @@ fn run_on(
     privacy: &Privacy,
 ) -> Outcome {
     algorithm
-        .run(&Context {
-            table,
-            classes,
-            privacy,
-            spec,
-            cancel: crate::cancel::Cancellation::never(),
-            progress: crate::progress::Silent::sink(),
-            blocks: crate::algorithms::partitioned::LocalBlocks::get(),
-        })
+        .run(&Context::local(table, classes, privacy, spec))
         .unwrap()
 }
 
