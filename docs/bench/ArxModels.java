@@ -25,6 +25,11 @@
  *        differential-privacy   EDDifferentialPrivacy(2.0, 1e-6) (data-dependent: SafePub's search),
  *                               setDPSearchBudget(0.1), setHeuristicSearchStepLimit(100), suppression limit 1,
  *                               Metric.createLossMetric(); ARX draws from SecureRandom, so each run differs
+ *        delta-presence         KAnonymity(5) + DPresence(0.05, 0.5, subset): adult.csv is the population and the
+ *                               subset its rows i with SHA-256("kanon-presence:" + i) < 0.3 (first two bytes
+ *                               < 19660), as data/adult/presence.py marks `in_study`; DPresence supports no
+ *                               local recoding, so global Flash, suppression limit 0.05 (the kanon job's);
+ *                               the release saved and scored is the research subset (getView())
  *        cell-suppression       KAnonymity(10); ARX has no cell-level suppression: always global Flash with
  *                               record suppression, limit 0.02 (kanon's suppression_limit) unless
  *                               ARX_GLOBAL_SUPP is set
@@ -46,8 +51,11 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
+import java.security.MessageDigest;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.TreeSet;
 
 import org.deidentifier.arx.ARXAnonymizer;
@@ -62,10 +70,12 @@ import org.deidentifier.arx.AttributeType.Hierarchy.DefaultHierarchy;
 import org.deidentifier.arx.AttributeType.MicroAggregationFunction;
 import org.deidentifier.arx.Data;
 import org.deidentifier.arx.DataHandle;
+import org.deidentifier.arx.DataSubset;
 import org.deidentifier.arx.DataType;
 import org.deidentifier.arx.aggregates.StatisticsEquivalenceClasses;
 import org.deidentifier.arx.criteria.AverageReidentificationRisk;
 import org.deidentifier.arx.criteria.DDisclosurePrivacy;
+import org.deidentifier.arx.criteria.DPresence;
 import org.deidentifier.arx.criteria.EnhancedBLikeness;
 import org.deidentifier.arx.criteria.KAnonymity;
 import org.deidentifier.arx.criteria.EDDifferentialPrivacy;
@@ -179,6 +189,8 @@ public class ArxModels {
                                                                      ARXPopulationModel.create(POPULATION)) };
         case "differential-privacy":
             return new PrivacyCriterion[] { new EDDifferentialPrivacy(2.0, 1e-6) };
+        case "delta-presence":
+            return new PrivacyCriterion[] { new KAnonymity(5) };
         case "top-bottom-coding":
         case "microaggregation":
         case "cell-suppression":
@@ -207,7 +219,20 @@ public class ArxModels {
         return c;
     }
 
+    /** The research subset of data/adult/presence.py: row i when SHA-256("kanon-presence:" + i) < 0.3. */
+    static DataSubset studySubset(Data data) throws Exception {
+        int n = data.getHandle().getNumRows();
+        MessageDigest sha = MessageDigest.getInstance("SHA-256");
+        Set<Integer> rows = new HashSet<>();
+        for (int i = 0; i < n; i++) {
+            byte[] d = sha.digest(("kanon-presence:" + i).getBytes(StandardCharsets.UTF_8));
+            if ((((d[0] & 0xff) << 8) | (d[1] & 0xff)) < (int) (0.3 * 65536)) rows.add(i);
+        }
+        return DataSubset.create(data, rows);
+    }
+
     static boolean localSupported(String model) {
+        if (model.equals("delta-presence")) return false;
         for (PrivacyCriterion p : models(model)) if (!p.isLocalRecodingSupported()) return false;
         return true;
     }
@@ -217,6 +242,7 @@ public class ArxModels {
     static Run once(String model, String alg, double supp, File dir) throws Exception {
         Data data = load(dir, model);
         ARXConfiguration cfg = config(model, alg, supp);
+        if (model.equals("delta-presence")) cfg.addPrivacyModel(new DPresence(0.05, 0.5, studySubset(data)));
         Run r = new Run();
         long t1 = System.nanoTime();
         ARXResult result = new ARXAnonymizer().anonymize(data, cfg);
@@ -226,6 +252,8 @@ public class ArxModels {
         long t2 = System.nanoTime();
         if (local != null) r.localSteps = local.getNumberOfSteps();
         if (output == null) throw new IllegalStateException("ARX found no solution for " + model + " (" + alg + ")");
+        // With a research subset, the release is the subset's rows.
+        if (model.equals("delta-presence")) output = output.getView();
         r.anonMs = (t2 - t1) / 1e6; r.output = output; r.result = result;
         if (result.getGlobalOptimum() != null) {
             int[] lv = new int[QIS.length];
@@ -248,7 +276,8 @@ public class ArxModels {
         File release = new File(args[3]);
         String alg = args.length > 4 ? args[4] : "local";
         double supp = Double.parseDouble(System.getenv().getOrDefault("ARX_GLOBAL_SUPP",
-                model.equals("cell-suppression") ? "0.02" : model.equals("differential-privacy") ? "1" : "0"));
+                model.equals("cell-suppression") ? "0.02" : model.equals("differential-privacy") ? "1"
+                : model.equals("delta-presence") ? "0.05" : "0"));
         String note = "";
         if (model.equals("cell-suppression") && !alg.equals("global")) {
             alg = "global";

@@ -18,6 +18,12 @@
   arx_models_check.py RELEASE cell-suppression            suppressed cells ('*' outside the QIs
       generalised to their root '*' everywhere) per QI, rows with any / all QIs '*', classes by
       labels ('*' a value of its own)
+  arx_models_check.py RELEASE delta-presence --original ADULT_CSV --hier-dir DIR [--k K --dmin A --dmax B]
+      per class (by published labels; all-'*' rows are suppressed and left out) its research records r
+      and the records p of the population ADULT_CSV whose values it covers, every label one of the
+      value's ancestors in DIR/adult_hierarchy_<qi>.csv ('*' covers all): the range of r/p and the
+      classes with r < K or r/p outside [A, B] (defaults 5, 0.05, 0.5: configs/adult-delta-presence.toml);
+      population records covered by two classes are counted apart
   arx_models_check.py --with-id CONFIG OUT_DIR            a copy of the kanon job CONFIG whose input
       (OUT_DIR/adult-id.parquet) has a pass-through `row_id` column (insensitive) and whose output
       is OUT_DIR/<job>-id.parquet, to match kanon's reordered release to the input
@@ -149,6 +155,35 @@ def cells(path):
            "suppressed_cells_per_qi": {q: int(star[q].sum()) for q in cols if star[q].any()}}
     out.update(classes(d[~supp]))
     return out
+def presence(path, original, hier_dir, k=5, dmin=0.05, dmax=0.5):
+    d = read(path)
+    pub = d[~d[QI].isin(SUPP).all(axis=1)]
+    pop = read(original)
+    up = {}
+    for q in QI:
+        anc = {}
+        for line in open(os.path.join(hier_dir, f"adult_hierarchy_{q}.csv"), encoding="utf-8"):
+            cells = line.rstrip("\r\n").split(";")
+            if cells and cells[0]:
+                anc[cells[0]] = set(cells) | {"*"}
+        up[q] = anc
+    research = pub.groupby(QI, observed=True).size()
+    keys = list(research.index)
+    covered = [0] * len(keys); ambiguous = 0
+    # Per QI, the classes whose label covers each value.
+    match = {q: {} for q in QI}
+    for q_i, q in enumerate(QI):
+        for v in pop[q].unique():
+            match[q][v] = {i for i, key in enumerate(keys) if key[q_i] in up[q].get(v, {v, "*"})}
+    for row in pop[QI].itertuples(index=False):
+        hit = set.intersection(*(match[q][v] for q, v in zip(QI, row)))
+        if len(hit) > 1: ambiguous += 1
+        for i in hit: covered[i] += 1
+    shares = [r / max(p, r) for r, p in zip(research.values, covered)]
+    bad = sum(1 for r, p, s in zip(research.values, covered, shares) if r < k or p < r or not (dmin - 1e-12 <= s <= dmax + 1e-12))
+    return {"rows": len(d), "published": len(pub), "classes": len(keys), "delta_min": round(min(shares), 4),
+            "delta_max": round(max(shares), 4), "violating_classes": bad, "ambiguous_population_records": ambiguous,
+            "ok": bad == 0 and ambiguous == 0}
 def with_id(config, out_dir):
     import tomllib
     os.makedirs(out_dir, exist_ok=True)
@@ -175,6 +210,9 @@ if __name__ == "__main__":
         print(a[0], top_bottom(a[0], opt("--original"), opt("--normalized")))
     elif a[1] == "microaggregation":
         print(a[0], micro(a[0], opt("--original")))
+    elif a[1] == "delta-presence":
+        f = lambda name, d: float(opt(name)) if opt(name) else d
+        print(a[0], presence(a[0], opt("--original"), opt("--hier-dir"), int(f("--k", 5)), f("--dmin", 0.05), f("--dmax", 0.5)))
     elif a[1] == "cell-suppression":
         print(a[0], cells(a[0]))
     else:

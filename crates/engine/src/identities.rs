@@ -84,6 +84,9 @@ impl IdentityCheck {
                 .attributes
                 .iter()
                 .filter(|a| matches!(a.role, Role::Identifying | Role::Pseudonymised))
+                // A δ-presence job's research subset is a flag, not a
+                // person's name: it is identifying only to be dropped.
+                .filter(|a| spec.presence_subset() != Some(a.name.as_str()))
                 .map(|a| Tracked {
                     name: a.name.clone(),
                     role: a.role,

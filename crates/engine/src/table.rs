@@ -380,8 +380,15 @@ pub struct QiTable {
     pub(crate) sensitive: Vec<SensitiveColumn>,
     pub(crate) n_rows: usize,
     /// Rows that must be suppressed whatever the algorithm does (null QIs
-    /// under `nulls = "suppress"`), ascending.
+    /// under `nulls = "suppress"`), ascending; with a research subset
+    /// ([`crate::privacy::DeltaPresence`]), also every row of
+    /// [`QiTable::outside`].
     pub(crate) excluded: Vec<u32>,
+    /// Rows of the population outside the research subset of a δ-presence
+    /// job, ascending: never published, they only count in the population
+    /// a class covers. Empty for every other job.
+    #[serde(default)]
+    pub(crate) outside: Vec<u32>,
 }
 
 impl QiTable {
@@ -401,9 +408,20 @@ impl QiTable {
     pub fn n_qi(&self) -> usize {
         self.columns.len()
     }
-    /// Rows excluded by a null policy (always suppressed).
+    /// Rows excluded by a null policy, or outside the research subset of a
+    /// δ-presence job (never published).
     pub fn excluded(&self) -> &[u32] {
         &self.excluded
+    }
+    /// Rows of the population outside the research subset of a δ-presence
+    /// job (a subset of [`QiTable::excluded`]).
+    pub fn outside(&self) -> &[u32] {
+        &self.outside
+    }
+    /// Rows a suppression limit is a share of: every row but those outside
+    /// the research subset (which are not the data being published).
+    pub fn rows_in_scope(&self) -> usize {
+        self.n_rows - self.outside.len()
     }
     /// Rows the algorithms work on (all rows but the excluded ones).
     pub fn active_rows(&self) -> Vec<u32> {
@@ -514,18 +532,22 @@ impl QiTable {
                 sets: s.sets.as_ref().map(|v| Arc::new(v.gather(rows))),
             })
             .collect();
-        let excluded = if self.excluded.is_empty() {
-            Vec::new()
-        } else {
+        // Positions in `rows` of the rows of a sorted list of this table's.
+        let within = |list: &[u32]| -> Vec<u32> {
+            if list.is_empty() {
+                return Vec::new();
+            }
             (0..rows.len() as u32)
-                .filter(|&i| self.excluded.binary_search(&rows[i as usize]).is_ok())
+                .filter(|&i| list.binary_search(&rows[i as usize]).is_ok())
                 .collect()
         };
+        let (excluded, outside) = (within(&self.excluded), within(&self.outside));
         QiTable {
             columns,
             sensitive,
             n_rows: rows.len(),
             excluded,
+            outside,
         }
     }
 }

@@ -79,6 +79,15 @@ pub struct Verified {
     /// fields count rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub people: Option<usize>,
+    /// Of the excluded rows, those of the population outside the research
+    /// subset of a δ-presence job ([`crate::privacy::DeltaPresence`]):
+    /// never published, counted in the population a class covers.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outside_rows: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Checks a partition against the privacy models.
@@ -102,7 +111,19 @@ pub fn verify_partition(
         }
     }
     members.retain(|m| !m.is_empty());
-    let models = check_classes(table, members.iter().map(|m| m.as_slice()), privacy)?;
+    let mut models = check_classes(table, members.iter().map(|m| m.as_slice()), privacy)?;
+    // δ-presence, recounted from the published cells: every population
+    // record is matched to the classes whose cells cover its values.
+    if let Some(presence) = privacy.presence() {
+        let (count, problem) = presence.check_partition(table, partition);
+        if let Some(problem) = problem {
+            return fail(problem);
+        }
+        models.push(ModelCheck {
+            model: presence.describe(),
+            achieved: Some(crate::privacy::DeltaPresence::achieved(&count)),
+        });
+    }
     let sizes = partition.group_sizes();
     let requirements = check_requirements(privacy, table.n_qi(), |columns| {
         let mut counts: FxHashMap<Vec<&Cell>, usize> = FxHashMap::default();
@@ -117,7 +138,7 @@ pub fn verify_partition(
         counts.into_values().collect()
     })?;
     let suppressed = partition.suppressed() - table.excluded().len();
-    let allowed = privacy.max_suppressed(table.n_rows());
+    let allowed = privacy.max_suppressed(table.rows_in_scope());
     if suppressed > allowed {
         return fail(format!(
             "{suppressed} rows suppressed but the suppression limit allows {allowed}"
@@ -132,6 +153,7 @@ pub fn verify_partition(
         requirements,
         models,
         people: None,
+        outside_rows: table.outside().len(),
     })
 }
 
@@ -290,6 +312,7 @@ pub fn verify_release(
             requirements: check_requirements(privacy, 0, |_| Vec::new())?,
             models: Vec::new(),
             people: None,
+            outside_rows: 0,
         });
     };
     let mut verifier = ReleaseVerifier::try_new(spec, first.schema().as_ref())?;
@@ -465,6 +488,7 @@ pub fn verify_labels(table: &QiTable, privacy: &Privacy) -> Result<Verified> {
         requirements,
         models,
         people: None,
+        outside_rows: 0,
     })
 }
 

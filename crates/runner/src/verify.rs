@@ -66,7 +66,21 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
         None => location.to_string(),
     };
     let mut verified = None;
-    let (checked, labels) = check_with_labels(&job, &privacy, &storage, &dataset, &label, ui)?;
+    let (mut checked, labels) = check_with_labels(&job, &privacy, &storage, &dataset, &label, ui)?;
+    // δ-presence is a property of the release and the population together:
+    // the labels alone cannot show it.
+    let mut presence_line = None;
+    if let (Some(presence), Checked::Holds(_), Some(release)) =
+        (privacy.presence(), &checked, labels.as_ref())
+    {
+        let population = job.input(None).context(
+            "delta-presence is verified against the population the release was drawn from: set `input.path` in the job to it",
+        )?;
+        match check_presence(&job, presence, &storage, &population, release, ui)? {
+            Ok(line) => presence_line = Some(line),
+            Err(problem) => checked = Checked::Fails(problem),
+        }
+    }
     let mut failed = match checked {
         Checked::Holds(v) => {
             if !ui.quiet {
@@ -77,6 +91,9 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
                     v.classes,
                     v.smallest_class
                 );
+            }
+            if let (Some(line), false) = (&presence_line, ui.quiet) {
+                outln!("  population recounted: {line}");
             }
             tracing::info!(release = %label, rows = v.published_rows, classes = v.classes, smallest = v.smallest_class, "release verified");
             verified = Some(v);
@@ -103,6 +120,51 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     Ok(match failed {
         true => ExitCode::from(exit::VERIFY_FAILED),
         false => ExitCode::SUCCESS,
+    })
+}
+
+/// Recounts δ-presence: reads the population the release was drawn from
+/// (`input`, the job's input, encoded as `kanon anonymize` encodes it) and matches
+/// every population record to the published class whose labels cover its
+/// values ([`DeltaPresence::count_release`]). Returns what the release
+/// achieves, or why it fails.
+///
+/// # Errors
+/// Read and encoding failures.
+pub(crate) fn check_presence(
+    job: &Job,
+    presence: &kanon_engine::privacy::DeltaPresence,
+    storage: &Storage,
+    input: &Location,
+    release: &QiTable,
+    ui: &Ui,
+) -> Result<std::result::Result<String, String>> {
+    let dataset = Dataset::open(storage, input, &job.spec.input_spec())
+        .with_context(|| format!("cannot read the population {input} to verify delta-presence"))?;
+    let mut encoder =
+        kanon_engine::encode::Encoder::try_new(&job.spec, &job.hierarchies, &dataset.schema)?;
+    let columns = crate::anonymize::working_columns(&job.spec);
+    let bar = ui.bar("verify: population", dataset.rows);
+    for batch in dataset.scan(storage, Some(dataset.projection(&columns)), false) {
+        check_interrupt()?;
+        let batch = batch?;
+        encoder.push(&batch)?;
+        bar.inc(batch.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    let population = encoder.finish()?;
+    let count = match presence.count_release(&population, release) {
+        Ok(count) => count,
+        Err(Error::VerificationFailed(problem)) => return Ok(Err(problem)),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(match presence.check(&count) {
+        Some(problem) => Err(problem),
+        None => Ok(format!(
+            "{} ({} records of {input})",
+            kanon_engine::privacy::DeltaPresence::achieved(&count),
+            population.n_rows()
+        )),
     })
 }
 

@@ -1286,6 +1286,10 @@ fn each_model_job_on_the_bundled_data_runs_and_verifies() {
             "k-map",
             "k-map (k = 10, population 301620, significance 0.01, Poisson)",
         ),
+        (
+            "delta-presence",
+            "k-anonymity (k = 5), delta-presence (delta in [0.05, 0.5], research subset `in_study`)",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join(format!("adult-{model}.parquet"));
@@ -1314,6 +1318,79 @@ fn each_model_job_on_the_bundled_data_runs_and_verifies() {
             manifest["certificate"]["privacy"]
         );
     }
+}
+
+/// Issue 36: the delta-presence job publishes study records only (never
+/// the subset column), says how many population rows it withheld, and
+/// `kanon verify` recounts the population itself: the same release fails
+/// under stricter bounds, and against a population that is only the study
+/// (every class then is all study records, δ = 1).
+#[test]
+fn the_delta_presence_job_publishes_the_study_and_verify_recounts_the_population() {
+    const JOB: &str = "configs/adult-delta-presence.toml";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("presence.parquet");
+    let o = run(kanon().args(["anonymize", "-c", JOB, "-o"]).arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("rows outside the research subset withheld (delta-presence)"),
+        "{}",
+        show(&o)
+    );
+    let population = read_parquet(&root().join("data/adult/adult-presence.parquet"));
+    let study = arrow::compute::filter_record_batch(
+        &population,
+        population
+            .column_by_name("in_study")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow::array::BooleanArray>()
+            .unwrap(),
+    )
+    .unwrap();
+    let release = read_parquet(&out);
+    assert!(release.column_by_name("in_study").is_none());
+    assert!(release.num_rows() > 0 && release.num_rows() <= study.num_rows());
+    let o = run(kanon().args(["verify", "-c", JOB, "-i"]).arg(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("population recounted: delta from"),
+        "{}",
+        show(&o)
+    );
+    let o = run(kanon()
+        .args([
+            "verify",
+            "-c",
+            JOB,
+            "--set",
+            "privacy.models.delta-presence.d_max=0.3",
+            // Any change of a model's parameters counts as weakening.
+            "--weaken-privacy",
+            "-i",
+        ])
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("violate delta-presence"),
+        "{}",
+        show(&o)
+    );
+    let only_study = dir.path().join("study.parquet");
+    write_parquet(&only_study, &[study]);
+    let o = run(kanon()
+        .args(["verify", "-c", JOB, "--set"])
+        .arg(format!("input.path={}", only_study.display()))
+        .arg("-i")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        stdout(&o).contains("violate delta-presence")
+            && stdout(&o).contains("delta from 1.0000 to 1.0000"),
+        "{}",
+        show(&o)
+    );
+    assert_no_leak(&o);
 }
 
 /// Issue 36: the transformation jobs on the bundled data (top and bottom

@@ -52,13 +52,15 @@ impl AnonymizeTable {
     }
 }
 
-/// The columns the engine reads: QIs and sensitive attributes.
+/// The columns the engine reads: QIs and sensitive attributes, and the
+/// research subset of a δ-presence job.
 fn engine_columns(job: &Job) -> HashSet<&str> {
     job.spec()
         .attributes
         .iter()
         .filter(|a| matches!(a.role, Role::QuasiIdentifier | Role::Sensitive))
         .map(|a| a.name.as_str())
+        .chain(job.spec().presence_subset())
         .collect()
 }
 

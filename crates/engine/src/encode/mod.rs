@@ -68,6 +68,10 @@ pub struct Encoder {
     sensitive_hierarchies: Vec<Option<Arc<Hierarchy>>>,
     n_rows: usize,
     excluded: Vec<u32>,
+    /// The research subset column of a δ-presence job, and the rows
+    /// outside it so far.
+    subset: Option<String>,
+    outside: Vec<u32>,
     missing_is_value: bool,
     /// The placeholders of a missing sensitive value, trimmed, lower case
     /// ([`crate::spec::PrivacySpec::missing_placeholders`]).
@@ -225,12 +229,35 @@ impl Encoder {
                     .and_then(|path| hierarchies.get(path).cloned())
             })
             .collect();
+        let subset = spec.presence_subset().map(String::from);
+        if let Some(name) = &subset {
+            match schema.column_with_name(name) {
+                Some((_, f)) if f.data_type() == &DataType::Boolean => {}
+                Some((_, f)) => {
+                    return Err(Error::data(
+                        name,
+                        format!(
+                            "is the research subset of `privacy.models.delta-presence` but has type {}, not boolean; cast it to a boolean (true: the record is in the data published)",
+                            f.data_type()
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(Error::data(
+                        name,
+                        "is the research subset of `privacy.models.delta-presence` but is not in the input; add a boolean column saying which records of the population are in the data published",
+                    ))
+                }
+            }
+        }
         Ok(Encoder {
             columns,
             sensitive,
             sensitive_hierarchies,
             n_rows: 0,
             excluded: Vec::new(),
+            subset,
+            outside: Vec::new(),
             missing_is_value: spec.privacy.missing_sensitive
                 == crate::spec::MissingSensitive::Value,
             missing_placeholders: spec.privacy.missing_placeholders(),
@@ -254,6 +281,35 @@ impl Encoder {
             )));
         }
         let offset = self.n_rows as u32;
+        if let Some(name) = &self.subset {
+            let flags = batch
+                .column_by_name(name)
+                .and_then(|c| c.as_any().downcast_ref::<arrow::array::BooleanArray>())
+                .ok_or_else(|| {
+                    Error::data(
+                        name,
+                        "is missing from a batch of the input or is not boolean there (its schema changed while reading); nothing was published",
+                    )
+                })?;
+            // Unknown membership would make the population's count a
+            // guess: fail closed.
+            if flags.null_count() > 0 {
+                return Err(Error::data(
+                    name,
+                    format!(
+                        "holds {} nulls, but every record of the population must say whether it is in the research subset; fill them with true or false",
+                        flags.null_count()
+                    ),
+                ));
+            }
+            self.outside.extend(
+                flags
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| *f == Some(false))
+                    .map(|(i, _)| offset + i as u32),
+            );
+        }
         for (is_qi, col) in self
             .columns
             .iter_mut()
@@ -313,6 +369,19 @@ impl Encoder {
     pub fn finish(mut self) -> Result<QiTable> {
         self.excluded.sort_unstable();
         self.excluded.dedup();
+        // Rows outside the research subset are never published: excluded.
+        // Those with a null QI have no value to match a class with, and
+        // stay excluded only.
+        let outside: Vec<u32> = self
+            .outside
+            .iter()
+            .copied()
+            .filter(|r| self.excluded.binary_search(r).is_err())
+            .collect();
+        if !outside.is_empty() {
+            self.excluded.extend_from_slice(&outside);
+            self.excluded.sort_unstable();
+        }
         let columns = self
             .columns
             .into_iter()
@@ -369,6 +438,7 @@ impl Encoder {
             sensitive,
             n_rows: self.n_rows,
             excluded: self.excluded,
+            outside,
         })
     }
 }

@@ -156,6 +156,12 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
     class_size.retain(|&s| s > 0);
     let suppressed = partition.suppressed();
     let rows_out = n - suppressed;
+    // The losses are the data's: under δ-presence the population outside
+    // the research subset is withheld but is not the data, so it costs
+    // nothing (`rows_in` and `suppressed_rows` still count it: every input
+    // row is accounted for).
+    let scope = table.rows_in_scope();
+    let lost = suppressed - table.outside().len();
     let height = Weights::Height { beta: options.beta };
     // Per group and column cell costs, weighted by group size.
     let mut sums = Sums::default();
@@ -175,15 +181,15 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
         }
     }
     // Suppressed rows publish nothing: every cell costs its maximum.
-    if suppressed > 0 {
+    if lost > 0 {
         for (q, col) in table.columns().iter().enumerate() {
             let s = CellCosts::of(col, &Cell::Suppressed, height);
-            sums.add(&s, suppressed as f64);
-            per_attr[q].add(&s, suppressed as f64);
+            sums.add(&s, lost as f64);
+            per_attr[q].add(&s, lost as f64);
         }
-        sums.changed += (suppressed * m) as f64;
+        sums.changed += (lost * m) as f64;
     }
-    let cells = (n * m).max(1) as f64;
+    let cells = (scope * m).max(1) as f64;
     let k = options.k;
     let below: Vec<usize> = class_size.iter().copied().filter(|&s| s < k).collect();
     let dm = class_size
@@ -192,11 +198,11 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
             if s >= k {
                 (s * s) as f64
             } else {
-                (n * s) as f64
+                (scope * s) as f64
             }
         })
         .sum::<f64>()
-        + (suppressed * n) as f64;
+        + (lost * scope) as f64;
     let distinct_in = options
         .distinct_rows_in
         .unwrap_or_else(|| EquivalenceClasses::of(table).len());
@@ -211,7 +217,7 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
                     .sum::<f64>()
         })
         .sum::<f64>()
-        + suppressed as f64 * table.columns().iter().map(|c| c.weight()).sum::<f64>();
+        + lost as f64 * table.columns().iter().map(|c| c.weight()).sum::<f64>();
     let sensitive = sensitive_diversity(table, partition, &class_of_group, n_classes);
     let distinct_out = class_size.len();
     Report {
@@ -252,9 +258,9 @@ pub fn report(table: &QiTable, partition: &Partition, options: ReportOptions) ->
             .zip(&per_attr)
             .map(|(c, s)| AttributeLoss {
                 name: c.name().to_string(),
-                ncp: s.ncp / n.max(1) as f64,
-                granularity: s.granularity / n.max(1) as f64,
-                distortion: s.whd / n.max(1) as f64,
+                ncp: s.ncp / scope.max(1) as f64,
+                granularity: s.granularity / scope.max(1) as f64,
+                distortion: s.whd / scope.max(1) as f64,
             })
             .collect(),
         uncertainty_loss,

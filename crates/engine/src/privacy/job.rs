@@ -4,7 +4,7 @@
 //! understanding a single k search with.
 
 use super::{
-    ClassView, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel,
+    ClassView, DeltaPresence, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel,
     RecursiveCLDiversity, Requirement,
 };
 use std::sync::Arc;
@@ -34,6 +34,9 @@ pub struct Privacy {
     standin: bool,
     requirements: Vec<Requirement>,
     suppression_limit: f64,
+    /// δ-presence of a research subset: not a per-class model (a class's
+    /// population depends on its published cells), so apart.
+    presence: Option<Arc<DeltaPresence>>,
 }
 
 impl Privacy {
@@ -79,6 +82,7 @@ impl Privacy {
         for model in super::registry::build_all(spec)? {
             privacy = privacy.with_model(model);
         }
+        privacy.presence = super::registry::delta_presence_of(spec)?.map(Arc::new);
         Ok(privacy)
     }
 
@@ -102,7 +106,19 @@ impl Privacy {
             standin: true,
             requirements,
             suppression_limit: 0.0,
+            presence: None,
         }
+    }
+
+    /// The job's δ-presence of a research subset, if any.
+    pub fn presence(&self) -> Option<&DeltaPresence> {
+        self.presence.as_deref()
+    }
+
+    /// These models with δ-presence of a research subset.
+    pub fn with_presence(mut self, presence: DeltaPresence) -> Self {
+        self.presence = Some(Arc::new(presence));
+        self
     }
 
     /// The anonymity requirements `<shield, k>` (plain k is `<all QIs, k>`).
@@ -225,15 +241,16 @@ impl Privacy {
             .all(|m| m.helps(class, row))
     }
 
-    /// Whether every model is monotone.
+    /// Whether every model is monotone. δ-presence is not (merging two
+    /// classes can move the share of either bound's side).
     pub fn is_monotone(&self) -> bool {
-        self.models.iter().all(|m| m.is_monotone())
+        self.presence.is_none() && self.models.iter().all(|m| m.is_monotone())
     }
 
     /// Whether every model is monotone with suppression (see
     /// [`PrivacyModel::is_monotone_with_suppression`]).
     pub fn is_monotone_with_suppression(&self) -> bool {
-        self.models.iter().all(|m| m.is_monotone_with_suppression())
+        self.presence.is_none() && self.models.iter().all(|m| m.is_monotone_with_suppression())
     }
 
     /// Whether some model needs the rows of a class (see
@@ -252,6 +269,7 @@ impl Privacy {
             .filter(|r| !trivial(r))
             .map(Requirement::describe)
             .chain(self.class_models().iter().map(|m| m.describe()))
+            .chain(self.presence.iter().map(|p| p.describe()))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -274,7 +292,7 @@ impl Privacy {
     /// [`Error::Unsatisfiable`](crate::error::Error::Unsatisfiable) naming the model and the reason.
     pub fn check_feasible(&self, table: &QiTable) -> Result<()> {
         let active = table.n_rows() - table.excluded().len();
-        let max_suppressed = self.max_suppressed(table.n_rows());
+        let max_suppressed = self.max_suppressed(table.rows_in_scope());
         self.models
             .iter()
             .try_for_each(|m| m.check_feasible(table, active, max_suppressed))

@@ -21,7 +21,10 @@
 //! a bound on the sample or estimated population uniques; and [`KMap`],
 //! Sweeney's k-map estimated from the sampling fraction as ARX does; and
 //! [`DifferentialPrivacy`], (ε, δ)-differential privacy by SafePub's
-//! sampling and the k it derives.
+//! sampling and the k it derives. [`DeltaPresence`] bounds what a release
+//! tells about whether a person of a population is in the data; it is a
+//! whole-release model over the population, kept apart like the
+//! requirements.
 //!
 //! One model per file: [`KAnonymity`] and the l-diversity models; an
 //! anonymity [`Requirement`] on a subset of the QIs is not a per-class
@@ -38,6 +41,7 @@ mod l_diversity;
 mod likeness;
 pub(crate) use l_diversity::hitting_number_of;
 mod average_risk;
+mod delta_presence;
 mod differential_privacy;
 mod k_map;
 pub mod registry;
@@ -47,6 +51,7 @@ mod t_closeness;
 mod uniqueness;
 
 pub use average_risk::AverageRisk;
+pub use delta_presence::{DeltaPresence, PresenceCount};
 pub use differential_privacy::{DifferentialPrivacy, DpSearch, GeneralisationDegree};
 pub use job::Privacy;
 pub use k_anonymity::KAnonymity;

@@ -50,6 +50,11 @@
 //! significance = 0.01       # default
 //! estimator = "poisson"     # or "zero-truncated-poisson"
 //!
+//! [privacy.models.delta-presence]  # the input is the population
+//! subset = "in_study"       # boolean column: the research subset, published
+//! d_min = 0.0               # share of research records a class covers ...
+//! d_max = 0.5               # ... among the population it covers
+//!
 //! [privacy.models.differential-privacy]  # SafePub; algorithm "safepub"
 //! epsilon = 2.0
 //! delta = 1e-6
@@ -60,6 +65,7 @@
 use serde::Deserialize;
 
 use super::average_risk::AverageRisk;
+use super::delta_presence::DeltaPresence;
 use super::differential_privacy::{DifferentialPrivacy, DpSearch, GeneralisationDegree};
 use super::k_map::{CellSizeEstimator, KMap};
 use super::l_diversity::{DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity};
@@ -538,6 +544,127 @@ fn delta_disclosure(
     )
 }
 
+/// Parameters of `[privacy.models.delta-presence]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresenceParams {
+    subset: String,
+    #[serde(default)]
+    d_min: f64,
+    d_max: f64,
+}
+
+/// The algorithms that publish one cell per value and QI (global recoding),
+/// so that every person of the population is covered by at most one class.
+const PRESENCE_ALGORITHMS: [&str; 2] = ["datafly", "incognito"];
+
+/// δ-presence adds no per-class model: it lives apart in [`super::Privacy`]
+/// ([`delta_presence_of`]); this entry checks its settings.
+fn delta_presence(
+    spec: &JobSpec,
+    params: &serde_json::Value,
+) -> Result<Vec<Box<dyn PrivacyModel>>> {
+    presence_model(spec, params)?;
+    Ok(Vec::new())
+}
+
+/// The job's `[privacy.models.delta-presence]`, checked; `None` when the
+/// job names no such model.
+///
+/// # Errors
+/// As the model's builder.
+pub(crate) fn delta_presence_of(spec: &JobSpec) -> Result<Option<DeltaPresence>> {
+    spec.privacy
+        .models
+        .get("delta-presence")
+        .map(|params| presence_model(spec, params))
+        .transpose()
+}
+
+fn presence_model(spec: &JobSpec, params: &serde_json::Value) -> Result<DeltaPresence> {
+    const NAME: &str = "privacy.models.delta-presence";
+    let p: PresenceParams = parse(NAME, params)?;
+    let bound = |setting: &str, v: f64| -> Result<f64> {
+        if (0.0..=1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(Error::spec(
+                format!("{NAME}.{setting}"),
+                format!("{setting} = {v} is not in [0, 1]: it bounds the share of research records among the population records a published class covers, e.g. d_max = 0.5"),
+            ))
+        }
+    };
+    let (d_min, d_max) = (bound("d_min", p.d_min)?, bound("d_max", p.d_max)?);
+    if d_min > d_max {
+        return Err(Error::spec(
+            format!("{NAME}.d_min"),
+            format!("d_min = {d_min} is above d_max = {d_max}: no class can meet both; give d_min <= d_max"),
+        ));
+    }
+    if d_min == 0.0 && d_max >= 1.0 {
+        return Err(Error::spec(
+            format!("{NAME}.d_max"),
+            "d_min = 0 and d_max = 1 bound nothing: give d_max below 1 (e.g. 0.5: no class tells more than even odds that a person of the population is in the data)".to_string(),
+        ));
+    }
+    let subset = p.subset.trim();
+    let listed = spec.attributes.iter().find(|a| a.name == subset);
+    let dropped = match listed {
+        Some(a) => a.role == crate::spec::Role::Identifying,
+        None => spec.columns.unlisted == crate::columns::Unlisted::Identifying,
+    };
+    if subset.is_empty() || !dropped {
+        return Err(Error::spec(
+            format!("{NAME}.subset"),
+            format!(
+                "the research subset column `{subset}` must be a boolean input column that is never published (it tells who is in the data): list it as an attribute with role = \"identifying\""
+            ),
+        ));
+    }
+    if !PRESENCE_ALGORITHMS.contains(&spec.algorithm.name.as_str()) {
+        return Err(Error::spec(
+            "algorithm.name",
+            format!(
+                "`{}` does not support delta-presence: a person of the population must be covered by one published class, so choose a global recoding: {}",
+                spec.algorithm.name,
+                PRESENCE_ALGORITHMS.join(", ")
+            ),
+        ));
+    }
+    if spec
+        .algorithm
+        .params
+        .get("cell_suppression")
+        .is_some_and(|v| v.as_bool() != Some(false))
+    {
+        return Err(Error::spec(
+            "algorithm.cell_suppression",
+            "a record with suppressed cells is covered by several classes' cells, so its presence has no one class's share: drop `cell_suppression` under delta-presence",
+        ));
+    }
+    if spec.privacy.entity.is_some() {
+        return Err(Error::spec(
+            "privacy.entity",
+            "delta-presence counts records of the population, one per person: publish one row per person and drop `privacy.entity`",
+        ));
+    }
+    if let Some(a) = spec
+        .attributes
+        .iter()
+        .find(|a| a.microaggregation.is_some())
+    {
+        return Err(Error::spec(
+            format!("attributes.{}.microaggregation", a.name),
+            "microaggregation publishes values computed from the research records, not cells the population can be matched to: remove it under delta-presence",
+        ));
+    }
+    Ok(DeltaPresence {
+        subset: subset.to_string(),
+        d_min,
+        d_max,
+    })
+}
+
 /// Parameters of `[privacy.models.differential-privacy]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -753,6 +880,11 @@ const BUILT_IN: &[ModelRegistration] = &[
         name: "k-map",
         summary: "every class matches at least k people of the population, estimated from the sampling fraction with a significance level as ARX (Sweeney 2001)",
         build: k_map,
+    },
+    ModelRegistration {
+        name: "delta-presence",
+        summary: "the input is a population and the boolean column `subset` its research subset, the rows published: every published class covers population records of which a share in [d_min, d_max] are research records (Nergiz et al., SIGMOD 2007)",
+        build: delta_presence,
     },
     ModelRegistration {
         name: "differential-privacy",

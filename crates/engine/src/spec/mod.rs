@@ -112,6 +112,10 @@ impl JobSpec {
             a.bottom_code = None;
             a.microaggregation = None;
         }
+        // The research subset of δ-presence is never published: the release
+        // alone cannot show it, and the population is recounted apart
+        // ([`crate::privacy::DeltaPresence`]).
+        labels.privacy.models.remove("delta-presence");
         labels
     }
 
@@ -140,6 +144,18 @@ impl JobSpec {
             .iter()
             .map(|r| r.k)
             .fold(self.privacy.k, usize::max)
+    }
+
+    /// The boolean column marking the research subset of a δ-presence job
+    /// (`[privacy.models.delta-presence] subset`): the encoder reads it
+    /// beside the QIs, and only its `true` rows are published.
+    pub fn presence_subset(&self) -> Option<&str> {
+        self.privacy
+            .models
+            .get("delta-presence")?
+            .get("subset")?
+            .as_str()
+            .map(str::trim)
     }
 
     /// The column naming the person of each row (`privacy.entity` set to

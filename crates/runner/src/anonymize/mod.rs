@@ -147,11 +147,13 @@ impl std::fmt::Display for Input {
     }
 }
 
-/// The QI and sensitive columns of a job (what pass 1 reads).
-fn working_columns(spec: &JobSpec) -> Vec<String> {
+/// The QI and sensitive columns of a job, and the research subset column
+/// of a δ-presence job (what pass 1 reads).
+pub(crate) fn working_columns(spec: &JobSpec) -> Vec<String> {
     spec.quasi_identifiers()
         .chain(spec.sensitive())
         .map(|a| a.name.clone())
+        .chain(spec.presence_subset().map(String::from))
         .collect()
 }
 

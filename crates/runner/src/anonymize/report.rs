@@ -128,6 +128,15 @@ impl Run<'_> {
                 result.details["randomness"].as_str().unwrap_or_default()
             );
         }
+        // δ-presence: the population outside the research subset is
+        // withheld, and counted among the suppressed.
+        let outside = result.verified.outside_rows;
+        if outside > 0 {
+            outln!(
+                "  population    {outside} rows outside the research subset withheld (delta-presence), {} suppressed",
+                r.suppressed_rows.saturating_sub(outside)
+            );
+        }
         if self.left_out.0 > 0 {
             outln!(
                 "  history       {} rows of {} people the table already publishes left out (output.history)",

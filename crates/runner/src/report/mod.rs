@@ -152,6 +152,27 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         )),
         Err(e) => return Err(e).with_context(|| format!("cannot check release {location}")),
     };
+    // δ-presence is the release and the population together: recounted
+    // from the input, or not verified without it.
+    let verified = match (verified, privacy.presence()) {
+        (Ok(v), Some(presence)) => {
+            match (args.no_input, job.input(args.input.as_deref())) {
+                (false, Ok(input)) => {
+                    match crate::verify::check_presence(&job, presence, &storage, &input, &table, ui)
+                        .with_context(|| format!("cannot recount delta-presence over {input}"))?
+                    {
+                        Ok(_) => Ok(v),
+                        Err(problem) => Err(format!(
+                            "the published labels do NOT satisfy {}: {problem}",
+                            privacy.describe()
+                        )),
+                    }
+                }
+                _ => Err("delta-presence was not recounted: it needs the population the release was drawn from (the job's input); run without --no-input".to_string()),
+            }
+        }
+        (verified, _) => verified,
+    };
     let (after, after_risk) = release_view(&job, &table)?;
     let recorded_rows_in = metadata
         .iter()
@@ -234,11 +255,7 @@ fn read_input(
     let spec = &job.spec;
     let dataset = Dataset::open(storage, input, &spec.input_spec())?;
     let mut encoder = Encoder::try_new(spec, &job.hierarchies, &dataset.schema)?;
-    let columns: Vec<String> = spec
-        .quasi_identifiers()
-        .chain(spec.sensitive())
-        .map(|a| a.name.clone())
-        .collect();
+    let columns = crate::anonymize::working_columns(spec);
     let bar = ui.bar("report: input", dataset.rows);
     let mut scan = dataset.scan(storage, Some(dataset.projection(&columns)), true);
     for batch in scan.by_ref() {

@@ -17,7 +17,11 @@ pub(crate) struct FrequencySet<K> {
     pub(super) levels: Vec<u8>,
     pub(super) keys: Vec<K>,
     pub(super) counts: Vec<u32>,
-    /// The class of every input class, kept only when row lists are needed.
+    /// Per class, the population records outside the research subset it
+    /// covers (δ-presence); empty for every other job.
+    pub(super) outside: Vec<u32>,
+    /// The class of every input class (the research classes, then under
+    /// δ-presence the population's), kept only when row lists are needed.
     pub(super) members: Option<Vec<u32>>,
 }
 
@@ -58,26 +62,38 @@ impl Lattice<'_> {
         debug_assert!(K::holds(self.key_bits(attrs)));
         let layout = self.layout(attrs);
         let members = members || self.needs_rows;
-        let (keys, counts, remap) = match from {
+        let (keys, counts, outside, remap) = match from {
             None => {
                 let tables: Vec<(usize, &[u32])> = attrs
                     .iter()
                     .zip(levels)
                     .map(|(&q, &l)| (q, &self.dense[q][l as usize][..]))
                     .collect();
+                let key_of = |t: &[u32]| {
+                    let mut key = K::zeros(attrs.len());
+                    for (j, &(q, table)) in tables.iter().enumerate() {
+                        key.set(&layout, j, table[t[q] as usize]);
+                    }
+                    key
+                };
                 let classes = self.classes;
-                group_by(
-                    (0..classes.len()).map(|c| {
-                        let t = classes.tuple(c);
-                        let mut key = K::zeros(attrs.len());
-                        for (j, &(q, table)) in tables.iter().enumerate() {
-                            key.set(&layout, j, table[t[q] as usize]);
-                        }
-                        (key, classes.size(c) as u32)
-                    }),
-                    classes.len(),
-                    members,
-                )
+                let research = (0..classes.len())
+                    .map(|c| (key_of(classes.tuple(c)), classes.size(c) as u32, 0));
+                match &self.outside {
+                    None => group_by(research, classes.len(), members, false),
+                    // The population outside the research subset: keys of
+                    // their own (no research record) stay, since a more
+                    // general node may merge them into a published class.
+                    Some(outside) => group_by(
+                        research.chain(
+                            (0..outside.len())
+                                .map(|c| (key_of(outside.tuple(c)), 0, outside.size(c) as u32)),
+                        ),
+                        classes.len() + outside.len(),
+                        members,
+                        true,
+                    ),
+                }
             }
             Some(src) => {
                 debug_assert!(src.levels.iter().zip(levels).all(|(a, b)| a <= b));
@@ -94,28 +110,37 @@ impl Lattice<'_> {
                         (j, table)
                     })
                     .collect();
-                let pairs = src.keys.iter().zip(&src.counts);
+                let outside = |g: usize| src.outside.get(g).copied().unwrap_or(0);
+                let pairs = src
+                    .keys
+                    .iter()
+                    .zip(&src.counts)
+                    .enumerate()
+                    .map(|(g, (key, count))| (key, count, outside(g)));
+                let track = !src.outside.is_empty();
                 match &changed[..] {
                     // The common case: a direct specialisation, one QI differs.
                     [(j, table)] => group_by(
-                        pairs.map(|(key, &count)| {
+                        pairs.map(|(key, &count, outside)| {
                             let mut key = key.clone();
                             key.set(&layout, *j, table[key.get(&layout, *j) as usize]);
-                            (key, count)
+                            (key, count, outside)
                         }),
                         src.len(),
                         members,
+                        track,
                     ),
                     _ => group_by(
-                        pairs.map(|(key, &count)| {
+                        pairs.map(|(key, &count, outside)| {
                             let mut key = key.clone();
                             for (j, table) in &changed {
                                 key.set(&layout, *j, table[key.get(&layout, *j) as usize]);
                             }
-                            (key, count)
+                            (key, count, outside)
                         }),
                         src.len(),
                         members,
+                        track,
                     ),
                 }
             }
@@ -134,6 +159,7 @@ impl Lattice<'_> {
             levels: levels.to_vec(),
             keys,
             counts,
+            outside,
             members,
         }
     }
@@ -145,6 +171,15 @@ impl Lattice<'_> {
             .iter()
             .map(|&c| c as usize >= self.min_size)
             .collect();
+        // δ-presence: the share of research records among the population
+        // records of each class (a class without research records is no
+        // class of the release: it is never accepted, and costs nothing).
+        if let Some(presence) = self.privacy.presence() {
+            for (g, (flag, &c)) in ok.iter_mut().zip(&fs.counts).enumerate() {
+                let o = fs.outside.get(g).copied().unwrap_or(0);
+                *flag = *flag && c > 0 && presence.accepts(c as usize, (c + o) as usize);
+            }
+        }
         if self.needs_rows {
             let members = fs
                 .members
@@ -162,7 +197,8 @@ impl Lattice<'_> {
             offsets.push(acc);
             let mut fill = offsets.clone();
             let mut rows = vec![0u32; acc];
-            for (base, &g) in members.iter().enumerate() {
+            // The research classes only (the population's follow them).
+            for (base, &g) in members.iter().enumerate().take(self.classes.len()) {
                 if ok[g as usize] {
                     let src = self.classes.rows(base);
                     let at = fill[g as usize];
@@ -194,27 +230,30 @@ impl Lattice<'_> {
     }
 }
 
-/// Groups `(key, count)` pairs by key: returns the distinct keys and their
-/// summed counts (in order of first occurrence, so the result depends only
-/// on the input order) and, when `remap` is asked for, the new class of
-/// every input pair.
+/// Groups `(key, count, outside)` triples by key: returns the distinct keys
+/// and their summed counts (in order of first occurrence, so the result
+/// depends only on the input order), their summed `outside` counts when
+/// `outside` is asked for (δ-presence) and, when `remap` is asked for, the
+/// new class of every input triple.
 ///
 /// An open-addressing table of class numbers (4 bytes a slot, linear
 /// probing, at most half full) keeps the hot data small: rollups of large
 /// frequency sets are bound by this table's cache misses.
 fn group_by<K: Key>(
-    items: impl Iterator<Item = (K, u32)>,
+    items: impl Iterator<Item = (K, u32, u32)>,
     len: usize,
     remap: bool,
-) -> (Vec<K>, Vec<u32>, Vec<u32>) {
+    outside: bool,
+) -> (Vec<K>, Vec<u32>, Vec<u32>, Vec<u32>) {
     const EMPTY: u32 = u32::MAX;
     let bits = (2 * len.max(1)).next_power_of_two().trailing_zeros().max(4);
     let mask = (1usize << bits) - 1;
     let mut slots = vec![EMPTY; mask + 1];
     let mut keys: Vec<K> = Vec::with_capacity(len);
     let mut counts: Vec<u32> = Vec::with_capacity(len);
+    let mut outsides: Vec<u32> = Vec::with_capacity(if outside { len } else { 0 });
     let mut class_of = Vec::with_capacity(if remap { len } else { 0 });
-    for (key, c) in items {
+    for (key, c, o) in items {
         let mut at = (key.hash64() >> (64 - bits)) as usize;
         let g = loop {
             match slots[at] {
@@ -223,6 +262,9 @@ fn group_by<K: Key>(
                     slots[at] = g;
                     keys.push(key);
                     counts.push(0);
+                    if outside {
+                        outsides.push(0);
+                    }
                     break g;
                 }
                 g if keys[g as usize] == key => break g,
@@ -230,11 +272,14 @@ fn group_by<K: Key>(
             }
         };
         counts[g as usize] += c;
+        if outside {
+            outsides[g as usize] += o;
+        }
         if remap {
             class_of.push(g);
         }
     }
-    (keys, counts, class_of)
+    (keys, counts, outsides, class_of)
 }
 
 #[cfg(test)]

@@ -125,7 +125,7 @@ impl Lattice<'_> {
             .zip(levels)
             .map(|(f, &l)| f[l as usize])
             .sum();
-        published + self.table.excluded().len() as f64 * costs.suppressed_row
+        published + self.nulls() as f64 * costs.suppressed_row
     }
 
     /// Scores an accepted node of all QIs (`fs` over every QI, in order):
@@ -139,7 +139,7 @@ impl Lattice<'_> {
     ) -> Score {
         let attrs: Vec<usize> = (0..self.n_qi()).collect();
         let layout = self.layout(&attrs);
-        let n = self.table.n_rows() as f64;
+        let n = self.table.rows_in_scope() as f64;
         let tables: Vec<&[f64]> = costs
             .by_code
             .iter()
@@ -163,7 +163,7 @@ impl Lattice<'_> {
                 total += cell_sum * size;
             }
         }
-        let suppressed = (verdict.suppressed + self.table.excluded().len()) as f64;
+        let suppressed = (verdict.suppressed + self.nulls()) as f64;
         dm += suppressed * n;
         total += suppressed * costs.suppressed_row;
         Score {

@@ -72,6 +72,9 @@ pub(crate) struct Lattice<'a> {
     min_size: usize,
     needs_rows: bool,
     max_suppressed: usize,
+    /// Under δ-presence, the classes of the population records outside the
+    /// research subset, counted beside each node's research classes.
+    outside: Option<EquivalenceClasses>,
 }
 
 impl<'a> Lattice<'a> {
@@ -151,8 +154,19 @@ impl<'a> Lattice<'a> {
             bits,
             min_size: ctx.privacy.min_class_size(),
             needs_rows: ctx.privacy.needs_rows(),
-            max_suppressed: ctx.privacy.max_suppressed(table.n_rows()),
+            max_suppressed: ctx.privacy.max_suppressed(table.rows_in_scope()),
+            outside: ctx
+                .privacy
+                .presence()
+                .map(|_| EquivalenceClasses::of_rows(table, table.outside())),
         })
+    }
+
+    /// Rows excluded by a null policy: suppressed whatever the node (the
+    /// population outside a research subset is never published, and is
+    /// not the data's loss).
+    pub(crate) fn nulls(&self) -> usize {
+        self.table.excluded().len() - self.table.outside().len()
     }
 
     /// Number of QIs.
@@ -296,7 +310,7 @@ impl<'a> Lattice<'a> {
                 });
             }
         }
-        for (base, &g) in members.iter().enumerate() {
+        for (base, &g) in members.iter().enumerate().take(self.classes.len()) {
             if let Some(r) = rejected.get_mut(slot[g as usize]) {
                 r.rows.extend_from_slice(self.classes.rows(base));
             }
