@@ -101,11 +101,24 @@ impl Certificate {
         rows_in: u64,
         input: InputIdentity,
     ) -> Certificate {
+        // The labels show what was published; the partition's verification
+        // also counted what was withheld (suppressed, excluded for nulls,
+        // outside a δ-presence subset) and checked what the labels alone
+        // cannot show (δ-presence, against the population).
+        let mut verified = verified.clone();
+        verified.suppressed_rows = result.verified.suppressed_rows;
+        verified.excluded_rows = result.verified.excluded_rows;
+        verified.outside_rows = result.verified.outside_rows;
+        for m in &result.verified.models {
+            if !verified.models.iter().any(|v| v.model == m.model) {
+                verified.models.push(m.clone());
+            }
+        }
         Certificate::of(
             job,
             result.algorithm.clone(),
             &result.report.sensitive,
-            verified,
+            &verified,
             rows_in,
             input,
         )

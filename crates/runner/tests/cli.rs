@@ -1351,6 +1351,29 @@ fn the_delta_presence_job_publishes_the_study_and_verify_recounts_the_population
     let release = read_parquet(&out);
     assert!(release.column_by_name("in_study").is_none());
     assert!(release.num_rows() > 0 && release.num_rows() <= study.num_rows());
+    // The certificate accounts for every row: the published, the withheld
+    // population, the suppressed study records; and names what δ achieved.
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("_presence.parquet.kanon_release.json")).unwrap(),
+    )
+    .unwrap();
+    let cert = &manifest["certificate"];
+    assert_eq!(
+        cert["rows_in"].as_u64().unwrap() - cert["rows_suppressed"].as_u64().unwrap(),
+        release.num_rows() as u64,
+        "{cert}"
+    );
+    assert_eq!(
+        cert["verified"]["outside_rows"].as_u64(),
+        Some((population.num_rows() - study.num_rows()) as u64),
+        "{cert}"
+    );
+    assert!(
+        cert["verified"]["models"]
+            .to_string()
+            .contains("delta from"),
+        "{cert}"
+    );
     let o = run(kanon().args(["verify", "-c", JOB, "-i"]).arg(&out));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(
