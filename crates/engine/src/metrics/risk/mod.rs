@@ -198,7 +198,7 @@ pub fn table_risk(
     let privacy = crate::privacy::Privacy::from_spec(spec)?;
     let requirements = privacy.requirements().to_vec();
     let class_rows: Vec<&[u32]> = (0..classes.len()).map(|c| classes.rows(c)).collect();
-    let models = privacy
+    let mut models: Vec<ModelStanding> = privacy
         .class_models()
         .iter()
         .map(|m| {
@@ -212,6 +212,19 @@ pub fn table_risk(
             }
         })
         .collect();
+    // δ-presence is a share of the population each class covers: rows of a
+    // release cannot show it, so it is not shown met (fail closed).
+    if let Some(presence) = privacy.presence() {
+        models.push(ModelStanding {
+            model: presence.describe(),
+            met: false,
+            // An unmet model's detail stands alone: it names the model.
+            detail: format!(
+                "{} is not known from these rows alone: it is a share of the population each class covers; `kanon verify` and `kanon report` recount it from the job's input",
+                presence.describe()
+            ),
+        });
+    }
     let profile = risk_profile(&table, None, &spec.risk.options(active))?;
     let (standing_of_requirements, rows_below_requirements) =
         requirement_standing(&table, &requirements);
