@@ -23,7 +23,8 @@
       and the records p of the population ADULT_CSV whose values it covers, every label one of the
       value's ancestors in DIR/adult_hierarchy_<qi>.csv ('*' covers all): the range of r/p and the
       classes with r < K or r/p outside [A, B] (defaults 5, 0.05, 0.5: configs/adult-delta-presence.toml);
-      population records covered by two classes are counted apart
+      population records covered by two classes are counted apart; with STUDY_ROWS=N in the environment,
+      also the share of suppressed research records (N - published) among the population no class covers
   arx_models_check.py --with-id CONFIG OUT_DIR            a copy of the kanon job CONFIG whose input
       (OUT_DIR/adult-id.parquet) has a pass-through `row_id` column (insensitive) and whose output
       is OUT_DIR/<job>-id.parquet, to match kanon's reordered release to the input
@@ -180,9 +181,14 @@ def presence(path, original, hier_dir, k=5, dmin=0.05, dmax=0.5):
         if len(hit) > 1: ambiguous += 1
         for i in hit: covered[i] += 1
     shares = [r / max(p, r) for r, p in zip(research.values, covered)]
+    # The population no class covers holds the suppressed research records.
+    study = int(opt_study) if (opt_study := os.environ.get("STUDY_ROWS")) else None
+    unmatched = len(pop) - sum(covered) - ambiguous
     bad = sum(1 for r, p, s in zip(research.values, covered, shares) if r < k or p < r or not (dmin - 1e-12 <= s <= dmax + 1e-12))
     return {"rows": len(d), "published": len(pub), "classes": len(keys), "delta_min": round(min(shares), 4),
             "delta_max": round(max(shares), 4), "violating_classes": bad, "ambiguous_population_records": ambiguous,
+            "unmatched_population_records": unmatched,
+            "unmatched_share": round((study - len(pub)) / unmatched, 4) if study is not None and unmatched else None,
             "ok": bad == 0 and ambiguous == 0}
 def with_id(config, out_dir):
     import tomllib

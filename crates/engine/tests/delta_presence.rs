@@ -100,25 +100,35 @@ fn batch(a: &[String], b: &[String], flags: &[Option<bool>]) -> RecordBatch {
 
 /// The oracle: per published class (equal labels), its research records
 /// and the population records whose values the labels cover, each label
-/// being one of the value's ancestors in the hierarchy file.
-fn recount(release: &RecordBatch, a: &[String], b: &[String]) -> Vec<(usize, usize)> {
+/// being one of the value's ancestors in the hierarchy file; and the
+/// population records no class covers.
+fn recount(release: &RecordBatch, a: &[String], b: &[String]) -> (Vec<(usize, usize)>, usize) {
     let (up_a, up_b) = (ancestors(A), ancestors(B));
     let (la, lb) = (common::strings(release, "a"), common::strings(release, "b"));
     let mut research: HashMap<(String, String), usize> = HashMap::new();
     for (x, y) in la.into_iter().zip(lb) {
         *research.entry((x, y)).or_default() += 1;
     }
-    research
-        .into_iter()
-        .map(|((x, y), r)| {
+    let covers = |x: &str, y: &str, va: &String, vb: &String| {
+        up_a[va].iter().any(|l| l == x) && up_b[vb].iter().any(|l| l == y)
+    };
+    let classes = research
+        .iter()
+        .map(|((x, y), &r)| {
             let p = a
                 .iter()
                 .zip(b)
-                .filter(|(va, vb)| up_a[*va].contains(&x) && up_b[*vb].contains(&y))
+                .filter(|(va, vb)| covers(x, y, va, vb))
                 .count();
             (r, p)
         })
-        .collect()
+        .collect();
+    let unmatched = a
+        .iter()
+        .zip(b)
+        .filter(|(va, vb)| !research.keys().any(|(x, y)| covers(x, y, va, vb)))
+        .count();
+    (classes, unmatched)
 }
 
 proptest! {
@@ -159,7 +169,15 @@ proptest! {
                 // At most the limit of the research records suppressed.
                 let suppressed = research - release.num_rows();
                 prop_assert!(suppressed as f64 <= limit * research as f64 + 1e-9);
-                for (r, p) in recount(&release, &a, &b) {
+                let (classes, unmatched) = recount(&release, &a, &b);
+                // The people no class covers hold the suppressed research
+                // records: their share is bounded too.
+                if unmatched > 0 {
+                    let share = suppressed as f64 / unmatched.max(suppressed) as f64;
+                    prop_assert!(share >= d_min - 1e-9 && share <= d_max + 1e-9,
+                        "{} suppressed among {} unmatched", suppressed, unmatched);
+                }
+                for (r, p) in classes {
                     prop_assert!(r >= k, "a class of {} research records", r);
                     prop_assert!(p >= r);
                     let delta = r as f64 / p as f64;

@@ -28,6 +28,17 @@
 //! Research records whose class is suppressed are not published, but they
 //! still belong to the population: they count in `|P ∩ C|` of any class
 //! covering them, as ARX counts them.
+//!
+//! # Where kanon publishes less than ARX
+//!
+//! The population records no published class covers (those of suppressed
+//! classes and of classes without research records) are one more group to
+//! an attacker who knows the population, the labels and how many research
+//! records were suppressed (the certificate says it): their share of
+//! suppressed research records must be within `[d_min, d_max]` too
+//! ([`DeltaPresence::accepts_unmatched`]). ARX checks published classes
+//! only, so with `d_min > 0` and nothing suppressed it publishes releases
+//! that show some people of the population are certainly not in the data.
 
 use rustc_hash::FxHashMap;
 
@@ -67,6 +78,11 @@ pub struct PresenceCount {
     pub covered: usize,
     /// Population records covered by more than one published class.
     pub ambiguous: usize,
+    /// Population records (with a value in every QI) that no published
+    /// class covers: those of suppressed classes and those of no class.
+    pub unmatched: usize,
+    /// Research records (with a value in every QI) not published.
+    pub suppressed: usize,
 }
 
 impl DeltaPresence {
@@ -78,6 +94,21 @@ impl DeltaPresence {
             return true;
         }
         let share = research as f64 / population.max(research) as f64;
+        share + EPS >= self.d_min && share <= self.d_max + EPS
+    }
+
+    /// Whether the population records no published class covers may hold
+    /// `suppressed` research records among `unmatched`: to whoever counts
+    /// them (the certificate says how many were suppressed, the population
+    /// and the labels say who is covered) they are one more class, whose
+    /// share must be within the bounds too. With no suppressed record and
+    /// `d_min > 0` they are not: the release would show those people are
+    /// not in the data.
+    pub fn accepts_unmatched(&self, suppressed: usize, unmatched: usize) -> bool {
+        if unmatched == 0 {
+            return true;
+        }
+        let share = suppressed as f64 / unmatched.max(suppressed) as f64;
         share + EPS >= self.d_min && share <= self.d_max + EPS
     }
 
@@ -93,8 +124,8 @@ impl DeltaPresence {
     pub fn achieved(count: &PresenceCount) -> String {
         match count.range {
             Some((lo, hi)) => format!(
-                "delta from {lo:.4} to {hi:.4} over {} classes covering {} population records",
-                count.classes, count.covered
+                "delta from {lo:.4} to {hi:.4} over {} classes covering {} population records; the {} they leave uncovered hold {} suppressed research records",
+                count.classes, count.covered, count.unmatched, count.suppressed
             ),
             None => "nothing published".to_string(),
         }
@@ -209,6 +240,11 @@ impl DeltaPresence {
                 covered += 1;
             }
         }
+        let nonnull = table.n_rows() - nulls.len();
+        let study = table.n_rows() - table.excluded().len();
+        let published_research: usize = published.iter().map(|(_, r)| *r).sum();
+        let unmatched = nonnull.saturating_sub(covered + ambiguous);
+        let suppressed = study.saturating_sub(published_research);
         let mut violating = 0;
         let mut range: Option<(f64, f64)> = None;
         for ((_, r), &p) in published.iter().zip(&population) {
@@ -224,6 +260,8 @@ impl DeltaPresence {
             range,
             covered,
             ambiguous,
+            unmatched,
+            suppressed,
         }
     }
 
@@ -315,6 +353,16 @@ impl DeltaPresence {
                 self.describe()
             ));
         }
+        if !self.accepts_unmatched(count.suppressed, count.unmatched) {
+            problems.push(format!(
+                "the {} population records no published class covers hold {} of the research records (suppressed), a share outside [{}, {}]: whoever counts them learns more of those people's presence than {} allows",
+                count.unmatched,
+                count.suppressed,
+                self.d_min,
+                self.d_max,
+                self.describe()
+            ));
+        }
         if count.violating > 0 {
             problems.push(format!(
                 "{} of {} published classes violate {} ({})",
@@ -358,5 +406,23 @@ mod tests {
         assert!(!m.accepts(3, 5));
         // Never fewer population records than research ones.
         assert!(!m.accepts(3, 1));
+    }
+
+    #[test]
+    fn the_uncovered_population_is_a_group_of_its_own() {
+        let m = DeltaPresence {
+            subset: "s".into(),
+            d_min: 0.2,
+            d_max: 0.5,
+        };
+        // Everyone covered: nothing to bound.
+        assert!(m.accepts_unmatched(0, 0));
+        // Uncovered people and nothing suppressed: they are certainly
+        // not in the data, below d_min.
+        assert!(!m.accepts_unmatched(0, 10));
+        assert!(m.accepts_unmatched(3, 10));
+        assert!(!m.accepts_unmatched(6, 10));
+        let loose = DeltaPresence { d_min: 0.0, ..m };
+        assert!(loose.accepts_unmatched(0, 10));
     }
 }

@@ -222,8 +222,21 @@ impl Lattice<'_> {
             .filter(|(_, &ok)| !ok)
             .map(|(&c, _)| c as usize)
             .sum();
+        // δ-presence: the population no accepted class covers holds the
+        // suppressed research records, a group of its own to an attacker.
+        let unmatched_ok = self.privacy.presence().is_none_or(|presence| {
+            let unmatched: usize = fs
+                .counts
+                .iter()
+                .zip(&ok)
+                .enumerate()
+                .filter(|(_, (_, &ok))| !ok)
+                .map(|(g, (&c, _))| (c + fs.outside.get(g).copied().unwrap_or(0)) as usize)
+                .sum();
+            presence.accepts_unmatched(suppressed, unmatched)
+        });
         Verdict {
-            accepted: suppressed <= self.max_suppressed,
+            accepted: suppressed <= self.max_suppressed && unmatched_ok,
             suppressed,
             ok,
         }
