@@ -628,6 +628,14 @@ fn publish_query(
         hierarchies: exec.job().hierarchies().clone(),
     };
     let privacy = Privacy::from_spec(&job.spec)?;
+    // δ-presence is the release and the population together: a query's
+    // result cannot be recounted against the population anonymize() read.
+    if privacy.presence().is_some() {
+        return Err(Failure::bad_input(format!(
+            "{what}: anonymize()'s job names `privacy.models.delta-presence`, whose release is verified against the population it was drawn from, which a query's result cannot be recounted against; publish it with `kanon anonymize` (its input is the population), or export the result with COPY (...) TO 'file' STORED AS PARQUET, which writes no certificate"
+        ))
+        .into());
+    }
     let schema = physical.schema();
     let mut check = ReleaseCheck::new(&job, &schema, what).map_err(|e| {
         Failure::bad_input(format!(

@@ -413,6 +413,30 @@ fn output_refuses_results_it_cannot_certify() {
     }
 }
 
+/// Issue 36: a delta-presence release is verified against its population,
+/// which a query's result cannot be recounted against: `--output` refuses
+/// it (exit 2, no file) and names the way that can publish it.
+#[test]
+fn output_refuses_a_delta_presence_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("release.parquet");
+    let o = kanon(&[
+        "sql",
+        "SELECT * FROM anonymize('population', 'config = \"configs/adult-delta-presence.toml\"')",
+        "--table",
+        "population=data/adult/adult-presence.parquet",
+        "--output",
+        dest.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("delta-presence") && err.contains("kanon anonymize"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
 /// Issue 32, item 5, in `kanon sql`: a CSV table's columns are typed as
 /// `kanon anonymize` types them, so codes `007`, `07` and `7` stay three
 /// values (DataFusion's own inference read them as the number 7).
