@@ -379,3 +379,23 @@ def test_differential_privacy_draws_from_the_key_as_the_cli_does(tmp_path, monke
     assert 0 < release.table.num_rows < 30162
     assert release.metrics["input_fingerprint"].startswith("hmac-sha256:")
     assert "differential privacy" in kanon.verify(by_python, job)
+
+
+def test_delta_presence_publishes_the_study_as_the_cli_does(tmp_path):
+    """Delta-presence (issue 36): a population handed over as a pyarrow
+    table gives the command line's rows; only study records leave, never
+    the subset column; verify recounts the population and says so."""
+    job = ROOT / "configs" / "adult-delta-presence.toml"
+    population = pq.read_table(ROOT / "data" / "adult" / "adult-presence.parquet")
+    by_cli = tmp_path / "cli.parquet"
+    subprocess.run(
+        [cli(), "anonymize", "--config", str(job), "--output", str(by_cli)],
+        capture_output=True, text=True, check=True,
+    )
+    by_python = tmp_path / "python.parquet"
+    release = kanon.anonymize(population, job, output=by_python)
+    assert "in_study" not in release.table.column_names
+    study = sum(population["in_study"].to_pylist())
+    assert 0 < release.table.num_rows <= study
+    assert release.table.equals(pq.read_table(by_cli))
+    assert "delta-presence" in kanon.verify(by_python, job)
