@@ -143,7 +143,7 @@ pub(crate) fn check_presence(
         .with_context(|| format!("cannot read the population {input} to verify delta-presence"))?;
     let mut encoder =
         kanon_engine::encode::Encoder::try_new(&job.spec, &job.hierarchies, &dataset.schema)?;
-    let columns = crate::anonymize::working_columns(&job.spec);
+    let columns = job.spec.encoded_columns();
     let bar = ui.bar("verify: population", dataset.rows);
     for batch in dataset.scan(storage, Some(dataset.projection(&columns)), false) {
         check_interrupt()?;

@@ -146,6 +146,17 @@ impl JobSpec {
             .fold(self.privacy.k, usize::max)
     }
 
+    /// The input columns the engine encodes: the QI and sensitive
+    /// attributes, and the research subset of a δ-presence job (what pass 1
+    /// of every front end reads).
+    pub fn encoded_columns(&self) -> Vec<String> {
+        self.quasi_identifiers()
+            .chain(self.sensitive())
+            .map(|a| a.name.clone())
+            .chain(self.presence_subset().map(String::from))
+            .collect()
+    }
+
     /// The boolean column marking the research subset of a δ-presence job
     /// (`[privacy.models.delta-presence] subset`): the encoder reads it
     /// beside the QIs, and only its `true` rows are published.

@@ -43,7 +43,6 @@ use kanon_engine::encode::{Encoder, QiTable};
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::Pseudonymiser;
 use kanon_engine::release::{Prepared, Recoded, Releaser};
-use kanon_engine::spec::JobSpec;
 use kanon_engine::verify::Verified;
 use kanon_engine::{Anonymization, Error};
 
@@ -145,16 +144,6 @@ impl std::fmt::Display for Input {
             Input::Memory(t) => f.write_str(&t.label),
         }
     }
-}
-
-/// The QI and sensitive columns of a job, and the research subset column
-/// of a δ-presence job (what pass 1 reads).
-pub(crate) fn working_columns(spec: &JobSpec) -> Vec<String> {
-    spec.quasi_identifiers()
-        .chain(spec.sensitive())
-        .map(|a| a.name.clone())
-        .chain(spec.presence_subset().map(String::from))
-        .collect()
 }
 
 /// Runs `kanon anonymize`: the plan, pass 1, the algorithm, pass 2, the
@@ -745,7 +734,7 @@ impl PassOne {
         // repeated values may be one person's rows (kanon_engine::identities).
         let mut identities = kanon_engine::identities::IdentityCheck::new(spec);
         let mut memory = {
-            let mut work = working_columns(spec);
+            let mut work = spec.encoded_columns();
             let coded = dataset.projection(&work);
             work.extend(identities.columns().map(String::from));
             let work = dataset.projection(&work);
@@ -788,7 +777,7 @@ impl PassOne {
         let projection = match held {
             Some(_) => None,
             None => {
-                let mut columns = working_columns(spec);
+                let mut columns = spec.encoded_columns();
                 columns.extend(identities.columns().map(String::from));
                 Some(dataset.projection(&columns))
             }

@@ -255,7 +255,7 @@ fn read_input(
     let spec = &job.spec;
     let dataset = Dataset::open(storage, input, &spec.input_spec())?;
     let mut encoder = Encoder::try_new(spec, &job.hierarchies, &dataset.schema)?;
-    let columns = crate::anonymize::working_columns(spec);
+    let columns = spec.encoded_columns();
     let bar = ui.bar("report: input", dataset.rows);
     let mut scan = dataset.scan(storage, Some(dataset.projection(&columns)), true);
     for batch in scan.by_ref() {
