@@ -5,15 +5,10 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch};
-use arrow::datatypes::{DataType, Schema};
-use rustc_hash::FxHashMap;
-
 use crate::codes::{with_codes, Codes};
-use crate::encode::Encoder;
 use crate::error::Result;
 use crate::hierarchy::Hierarchy;
-use crate::spec::{JobSpec, Kind};
+use crate::spec::Kind;
 
 /// One encoded quasi-identifier.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -454,32 +449,6 @@ impl QiTable {
             .sum::<usize>()
             + self.excluded.capacity() * std::mem::size_of::<u32>()
     }
-
-    /// Builds a table directly from columns of values (tests, examples, and
-    /// library users who already hold plain vectors). Each entry is the column
-    /// spec and its values as strings; numeric columns must parse as numbers.
-    ///
-    /// # Errors
-    /// As [`Encoder`].
-    pub fn from_string_columns(
-        spec: &JobSpec,
-        hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
-        columns: &[(&str, Vec<&str>)],
-    ) -> Result<QiTable> {
-        use arrow::array::StringArray;
-        let fields: Vec<arrow::datatypes::Field> = columns
-            .iter()
-            .map(|(n, _)| arrow::datatypes::Field::new(*n, DataType::Utf8, false))
-            .collect();
-        let arrays: Vec<ArrayRef> = columns
-            .iter()
-            .map(|(_, v)| Arc::new(StringArray::from(v.clone())) as ArrayRef)
-            .collect();
-        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
-        let mut enc = Encoder::try_new(spec, hierarchies, batch.schema().as_ref())?;
-        enc.push(&batch)?;
-        enc.finish()
-    }
 }
 
 impl QiTable {
@@ -555,6 +524,7 @@ impl QiTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::JobSpec;
 
     fn spec(json: &str) -> JobSpec {
         serde_json::from_str(json).unwrap()

@@ -13,6 +13,26 @@ use crate::error::{Error, Result};
 use crate::registry::{Named, Registry};
 use crate::spec::AlgorithmSpec;
 
+/// KACA without `block_size` runs on the whole table up to this many
+/// distinct QI tuples among the active rows, whatever the number of rows
+/// ([`Capabilities::whole_up_to_tuples`]): its merges work on classes of
+/// identical tuples. On 10M generated Adult-like rows (285,386 distinct
+/// tuples) the whole-table run took 7.5 s of algorithm against 18 s in
+/// blocks, and lost 9 % less NCP (BENCHMARKS.md, "Whole-table and
+/// block-wise runs"); beyond the measured size, blocks keep its cost
+/// bounded.
+pub const KACA_WHOLE_TUPLES: usize = 300_000;
+
+/// `cover` without `block_size` runs on the whole table up to this many
+/// distinct QI tuples among the active rows: its search works on classes
+/// of identical tuples, so its time follows the tuples, not the rows. On
+/// generated Adult-like rows the whole-table search took 0.4 s at 1M rows
+/// (94,612 tuples), 0.9 s at 10M (285,386) and 1.6 s at 30M (511,960),
+/// and at 10M it lost 26 % less NCP than in blocks of 10,000 rows, in a
+/// tenth of the time (BENCHMARKS.md, "The cheapest-first cover", "At
+/// scale"). Beyond the measured size, blocks keep its cost bounded.
+pub const COVER_WHOLE_TUPLES: usize = 600_000;
+
 /// What an algorithm can do. The defaults are the conservative ones: an
 /// algorithm that does not declare a capability is never asked to use it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,7 +141,7 @@ const BUILT_IN: &[Registration] = &[
     Registration {
         name: "kaca",
         summary: "local recoding by greedy merges of classes by weighted hierarchical distance (Li et al. 2006)",
-        capabilities: LOCAL.whole_up_to_tuples(crate::algorithms::partitioned::KACA_WHOLE_TUPLES),
+        capabilities: LOCAL.whole_up_to_tuples(KACA_WHOLE_TUPLES),
         build: |a| Ok(Box::new(kaca::Kaca::from_params(a.params()?)?)),
     },
     Registration {
@@ -139,7 +159,7 @@ const BUILT_IN: &[Registration] = &[
     Registration {
         name: cover::NAME,
         summary: "local recoding bound to the hierarchies: the cheapest boxes of hierarchy nodes and interval windows that gather k rows, taken greedily (Park, Shim, SIGMOD 2007)",
-        capabilities: LOCAL.whole_up_to_tuples(crate::algorithms::partitioned::COVER_WHOLE_TUPLES),
+        capabilities: LOCAL.whole_up_to_tuples(COVER_WHOLE_TUPLES),
         build: |a| Ok(Box::new(cover::Cover::from_params(a.params()?)?)),
     },
     Registration {

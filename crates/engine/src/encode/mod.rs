@@ -448,6 +448,37 @@ pub fn format_number(v: f64) -> String {
     crate::number::format_float(v)
 }
 
+/// A table from plain vectors, built by the encoder (here, so that the
+/// table module needs no encoder).
+impl QiTable {
+    /// Builds a table directly from columns of values (tests, examples, and
+    /// library users who already hold plain vectors). Each entry is the column
+    /// spec and its values as strings; numeric columns must parse as numbers.
+    ///
+    /// # Errors
+    /// As [`Encoder`].
+    pub fn from_string_columns(
+        spec: &JobSpec,
+        hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
+        columns: &[(&str, Vec<&str>)],
+    ) -> Result<QiTable> {
+        use arrow::array::{ArrayRef, RecordBatch, StringArray};
+        use arrow::datatypes::Schema;
+        let fields: Vec<arrow::datatypes::Field> = columns
+            .iter()
+            .map(|(n, _)| arrow::datatypes::Field::new(*n, DataType::Utf8, false))
+            .collect();
+        let arrays: Vec<ArrayRef> = columns
+            .iter()
+            .map(|(_, v)| Arc::new(StringArray::from(v.clone())) as ArrayRef)
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
+        let mut enc = Encoder::try_new(spec, hierarchies, batch.schema().as_ref())?;
+        enc.push(&batch)?;
+        enc.finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -98,25 +98,9 @@ pub const DEFAULT_BLOCK_SIZE: usize = 10_000;
 /// cuts.
 pub const AUTO_PARTITION_ROWS: usize = 100_000;
 
-/// KACA without `block_size` runs on the whole table up to this many
-/// distinct QI tuples among the active rows, whatever the number of rows
-/// ([`Capabilities::whole_up_to_tuples`]): its merges work on classes of
-/// identical tuples. On 10M generated Adult-like rows (285,386 distinct
-/// tuples) the whole-table run took 7.5 s of algorithm against 18 s in
-/// blocks, and lost 9 % less NCP (BENCHMARKS.md, "Whole-table and
-/// block-wise runs"); beyond the measured size, blocks keep its cost
-/// bounded.
-pub const KACA_WHOLE_TUPLES: usize = 300_000;
-
-/// `cover` without `block_size` runs on the whole table up to this many
-/// distinct QI tuples among the active rows: its search works on classes
-/// of identical tuples, so its time follows the tuples, not the rows. On
-/// generated Adult-like rows the whole-table search took 0.4 s at 1M rows
-/// (94,612 tuples), 0.9 s at 10M (285,386) and 1.6 s at 30M (511,960),
-/// and at 10M it lost 26 % less NCP than in blocks of 10,000 rows, in a
-/// tenth of the time (BENCHMARKS.md, "The cheapest-first cover", "At
-/// scale"). Beyond the measured size, blocks keep its cost bounded.
-pub const COVER_WHOLE_TUPLES: usize = 600_000;
+// The whole-table sizes are capabilities of registered algorithms: they
+// live with the registry, which this module reads (never the reverse).
+pub use crate::algorithms::registry::{COVER_WHOLE_TUPLES, KACA_WHOLE_TUPLES};
 
 /// Wraps the job's algorithm in [`Partitioned`]: with the job's
 /// [`BLOCK_SIZE`] when it sets one (`0`: the whole table, whatever its
