@@ -20,6 +20,15 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Job;
 
+/// A certificate's signature ([`crate::signing`] makes and checks it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signature {
+    /// The signer's Ed25519 public key, 64 hex digits.
+    pub public_key: String,
+    /// The Ed25519 signature, 128 hex digits.
+    pub ed25519: String,
+}
+
 /// The key of the certificate in a Delta commit's `commitInfo`.
 pub const COMMIT_INFO_KEY: &str = "kanon.certificate";
 
@@ -62,7 +71,7 @@ pub struct Certificate {
     /// The Ed25519 signature of everything above, when the release was
     /// signed (`KANON_SIGNING_KEY`; [`crate::signing`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<crate::signing::Signature>,
+    pub signature: Option<Signature>,
 }
 
 /// One file a certificate vouches for.

@@ -62,6 +62,10 @@ pub struct Override {
     pub source: String,
 }
 
+/// The environment variable holding the certificate signing key's secret
+/// seed ([`crate::signing`]).
+pub const SIGNING_KEY_ENV: &str = "KANON_SIGNING_KEY";
+
 /// `KANON_*` variables that are not job settings: read by `kanon-job` and
 /// the deploy files (deploy/README.md), the default pseudonym key, the
 /// certificate signing key, the secret of differential privacy's draws,
@@ -75,7 +79,7 @@ pub const OTHER_ENV_VARS: [&str; 10] = [
     "KANON_REPORT",
     "KANON_BIN",
     kanon_engine::spec::DEFAULT_KEY_ENV,
-    crate::signing::KEY_ENV,
+    SIGNING_KEY_ENV,
     kanon_engine::algorithms::safepub::KEY_ENV,
 ];
 

@@ -45,6 +45,7 @@ mod memory;
 mod ops;
 mod publish;
 mod release;
+mod release_check;
 mod report;
 mod signing;
 mod spill;

@@ -9,7 +9,7 @@
 //! committed before it was verified (issue 32, item 10; issue 33, item 3).
 //!
 //! The caller verifies the rows it writes (the engine's release check, or
-//! [`crate::verify::ReleaseCheck`] on a query's result) and hands the
+//! [`crate::release_check::ReleaseCheck`] on a query's result) and hands the
 //! [`Verified`] figures and the certificate to [`Publisher::publish`]:
 //! - a Parquet release gets its manifest (`release::Manifest`) and is
 //!   renamed or copied into place (`release::ReleaseWriter::commit`);
@@ -35,8 +35,8 @@ use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
 use crate::exit::Failure;
 use crate::ops::{barrier, check_interrupt, Ui};
 use crate::release::{relative_name, Manifest, ReleaseOptions, ReleaseWriter};
+use crate::release_check::Checked;
 use crate::storage::{Location, Storage};
-use crate::verify::Checked;
 
 /// Where a release is published.
 pub enum Target {
@@ -310,7 +310,7 @@ impl Delta<'_> {
             )
             .into()
         };
-        match crate::verify::check(job, privacy, storage, &dataset, &label, ui)? {
+        match crate::release_check::check(job, privacy, storage, &dataset, &label, ui)? {
             Checked::Holds(v)
                 if v.published_rows == verified.published_rows
                     && v.classes == verified.classes

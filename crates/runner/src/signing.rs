@@ -14,25 +14,16 @@
 
 use anyhow::Result;
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
-use serde::{Deserialize, Serialize};
 
-use crate::certificate::{hex, Certificate};
+use crate::certificate::{hex, Certificate, Signature};
 use crate::exit::Failure;
 
-/// The environment variable holding the signing key's secret seed.
-pub const KEY_ENV: &str = "KANON_SIGNING_KEY";
+/// The environment variable holding the signing key's secret seed (named
+/// with the job's other variables, [`crate::config`]).
+pub use crate::config::SIGNING_KEY_ENV as KEY_ENV;
 
 /// What the message signed starts with (domain separation).
 const CONTEXT: &[u8] = b"kanon certificate v1\0";
-
-/// A certificate's signature.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Signature {
-    /// The signer's Ed25519 public key, 64 hex digits.
-    pub public_key: String,
-    /// The Ed25519 signature, 128 hex digits.
-    pub ed25519: String,
-}
 
 fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
     let s = s.trim();

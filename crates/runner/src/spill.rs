@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use arrow::array::{Array, RecordBatch, UInt32Array};
+use arrow::compute::take_record_batch;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -89,7 +90,7 @@ impl Spill {
         groups: &[u32],
         bucket_of: impl Fn(u32) -> usize,
     ) -> Result<()> {
-        for (b, rows, g) in crate::anonymize::by_bucket(batch, groups, bucket_of)? {
+        for (b, rows, g) in by_bucket(batch, groups, bucket_of)? {
             let mut cols = rows.columns().to_vec();
             cols.push(Arc::new(UInt32Array::from(g)));
             let part = RecordBatch::try_new(self.schema.clone(), cols)?;
@@ -146,4 +147,52 @@ impl Spill {
         let _ = std::fs::remove_file(&path);
         Ok((batches, groups))
     }
+}
+
+/// Shared by pass 2's memory buffer and the spill files.
+/// The rows of `batch` by bucket: `(bucket, rows, their groups)` for every
+/// bucket holding some, in bucket order, from one take and a slice per
+/// bucket. `groups` holds each row's group, `bucket_of` maps a group to
+/// its bucket.
+///
+/// # Errors
+/// Arrow failures.
+pub(crate) fn by_bucket(
+    batch: &RecordBatch,
+    groups: &[u32],
+    bucket_of: impl Fn(u32) -> usize,
+) -> Result<Vec<(usize, RecordBatch, Vec<u32>)>> {
+    let mut keyed: Vec<(usize, u32)> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, &g)| (bucket_of(g), i as u32))
+        .collect();
+    let first = keyed.first().map(|k| k.0);
+    if keyed.iter().all(|k| Some(k.0) == first) {
+        return Ok(first
+            .map(|b| (b, batch.clone(), groups.to_vec()))
+            .into_iter()
+            .collect());
+    }
+    keyed.sort_unstable();
+    let grouped = take_record_batch(
+        batch,
+        &UInt32Array::from_iter_values(keyed.iter().map(|k| k.1)),
+    )?;
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < keyed.len() {
+        let b = keyed[start].0;
+        let end = start + keyed[start..].partition_point(|k| k.0 == b);
+        out.push((
+            b,
+            grouped.slice(start, end - start),
+            keyed[start..end]
+                .iter()
+                .map(|k| groups[k.1 as usize])
+                .collect(),
+        ));
+        start = end;
+    }
+    Ok(out)
 }

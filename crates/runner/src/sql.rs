@@ -30,8 +30,8 @@ use crate::exit::{self, Failure};
 use crate::ops::{check_interrupt, Ui};
 use crate::publish::{Published, Publisher, Target};
 use crate::release::{parse_size, ReleaseOptions};
+use crate::release_check::{Checked, ReleaseCheck};
 use crate::storage::{Location, Storage};
-use crate::verify::{Checked, ReleaseCheck};
 
 /// Arguments of `kanon sql`.
 #[derive(Debug, Args)]

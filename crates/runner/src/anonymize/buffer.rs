@@ -11,8 +11,10 @@
 //! batches.
 
 use anyhow::Result;
-use arrow::array::{RecordBatch, UInt32Array};
-use arrow::compute::{concat_batches, take_record_batch};
+use arrow::array::RecordBatch;
+use arrow::compute::concat_batches;
+
+use crate::spill::by_bucket;
 use arrow::datatypes::SchemaRef;
 
 /// Rows of a bucket put in order at once (its classes' rows; a larger class
@@ -24,53 +26,6 @@ pub(crate) const SORT_ROWS: u64 = 64 * 1024;
 /// (concatenating them would copy every row once more), unless they grow
 /// this many.
 const COMPACT_PIECES: usize = 512;
-
-/// The rows of `batch` by bucket: `(bucket, rows, their groups)` for every
-/// bucket holding some, in bucket order, from one take and a slice per
-/// bucket. `groups` holds each row's group, `bucket_of` maps a group to
-/// its bucket.
-///
-/// # Errors
-/// Arrow failures.
-pub(crate) fn by_bucket(
-    batch: &RecordBatch,
-    groups: &[u32],
-    bucket_of: impl Fn(u32) -> usize,
-) -> Result<Vec<(usize, RecordBatch, Vec<u32>)>> {
-    let mut keyed: Vec<(usize, u32)> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, &g)| (bucket_of(g), i as u32))
-        .collect();
-    let first = keyed.first().map(|k| k.0);
-    if keyed.iter().all(|k| Some(k.0) == first) {
-        return Ok(first
-            .map(|b| (b, batch.clone(), groups.to_vec()))
-            .into_iter()
-            .collect());
-    }
-    keyed.sort_unstable();
-    let grouped = take_record_batch(
-        batch,
-        &UInt32Array::from_iter_values(keyed.iter().map(|k| k.1)),
-    )?;
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < keyed.len() {
-        let b = keyed[start].0;
-        let end = start + keyed[start..].partition_point(|k| k.0 == b);
-        out.push((
-            b,
-            grouped.slice(start, end - start),
-            keyed[start..end]
-                .iter()
-                .map(|k| groups[k.1 as usize])
-                .collect(),
-        ));
-        start = end;
-    }
-    Ok(out)
-}
 
 /// Released rows partitioned by bucket ([`by_bucket`]), with their size:
 /// computed apart from the [`Buffer`] (on any thread), then added to it.

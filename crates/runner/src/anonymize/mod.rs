@@ -30,8 +30,6 @@
 mod buffer;
 mod report;
 
-pub(crate) use buffer::by_bucket;
-
 use std::process::ExitCode;
 use std::time::Instant;
 

@@ -14,8 +14,8 @@ use crate::certificate::{
 use crate::config::Job;
 use crate::dataset::Dataset;
 use crate::ops::Ui;
+use crate::release_check::{check_with_labels, Checked};
 use crate::storage::{Location, Storage};
-use crate::verify::{check_with_labels, Checked};
 
 /// One version of a table.
 #[derive(Debug, Clone, Serialize)]

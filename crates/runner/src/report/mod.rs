@@ -136,7 +136,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
-    let leaked = crate::verify::identifying_columns(spec, &release.schema);
+    let leaked = crate::release_check::identifying_columns(spec, &release.schema);
     let table = verifier
         .into_table()
         .with_context(|| format!("cannot check release {location}"))?;
@@ -158,7 +158,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         (Ok(v), Some(presence)) => {
             match (args.no_input, job.input(args.input.as_deref())) {
                 (false, Ok(input)) => {
-                    match crate::verify::check_presence(&job, presence, &storage, &input, &table, ui)
+                    match crate::release_check::check_presence(&job, presence, &storage, &input, &table, ui)
                         .with_context(|| format!("cannot recount delta-presence over {input}"))?
                     {
                         Ok(_) => Ok(v),
