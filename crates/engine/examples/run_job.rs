@@ -6,6 +6,7 @@
 //! ```
 //! Overrides: `k=10`, `l=4`, `diversity=entropy`, `c=2`, `algorithm=kaca`, `suppression_limit=0.02`, `qis=age,sex,race` (keeps those QIs in
 //! that order, other QIs become insensitive), `rows=5000` (first rows only),
+//! `windows=2,3,4` (or `windows=` for hierarchy nodes only) on every QI with intervals,
 //! and any algorithm parameter as `param.NAME=JSON` (e.g. `param.strategy="random"`);
 //! `requirement=age,sex:10` adds an anonymity requirement `<shield, k>`
 //! (repeatable; `k=0` leaves only the requirements).
@@ -64,6 +65,20 @@ fn main() {
                     }
                 }
                 spec.attributes = attrs;
+            }
+            "windows" => {
+                // `windows=` (nodes only) or `windows=2,3,4`, on every
+                // attribute with intervals or cuts.
+                let widths: Vec<usize> = value
+                    .split(',')
+                    .filter(|w| !w.is_empty())
+                    .map(|w| w.parse().expect("windows are widths"))
+                    .collect();
+                for a in &mut spec.attributes {
+                    if a.intervals.is_some() || a.cuts.is_some() {
+                        a.windows = widths.clone();
+                    }
+                }
             }
             p if p.starts_with("param.") => {
                 let v = serde_json::from_str(value)

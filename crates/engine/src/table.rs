@@ -30,6 +30,9 @@ pub struct QiColumn {
     pub(crate) distinct: usize,
     pub(crate) min: f64,
     pub(crate) max: f64,
+    /// The windows the job declares for this QI
+    /// ([`crate::spec::AttributeSpec::windows`]).
+    pub(crate) windows: Vec<usize>,
 }
 
 impl QiColumn {
@@ -482,6 +485,7 @@ impl QiTable {
                 distinct: c.distinct,
                 min: c.min,
                 max: c.max,
+                windows: c.windows.clone(),
             })
             .collect();
         let sensitive = self

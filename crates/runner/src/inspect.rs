@@ -301,6 +301,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
                     top_code: None,
                     bottom_code: None,
                     microaggregation: None,
+                    windows: Vec::new(),
                 })
                 .collect(),
             ..Default::default()

@@ -2,8 +2,10 @@
 //! table with boxes.
 //!
 //! A *box* is one cell per QI, each a node of the QI's hierarchy or, for a
-//! numeric QI with intervals, a *window* of consecutive finest intervals
-//! (`[25-39]` over 5-year intervals: an interval of its intervals). Its cost
+//! numeric QI whose job declares `windows` next to its intervals, a
+//! *window* of consecutive finest intervals (`[25-39]` over 5-year
+//! intervals: an interval of its intervals). Without that declaration
+//! every published value is a node of the declared hierarchy. Its cost
 //! per row is the sum of its cells' granularity, ARX's loss:
 //! `(m - 1) / (D - 1)` for a cell covering `m` of the QI's `D` distinct
 //! values. Boxes are taken cheapest first whenever at least k rows they
@@ -47,10 +49,6 @@ pub const NAME: &str = "cover";
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CoverParams {
-    /// Widths, in finest intervals, of the windows a numeric QI with an
-    /// interval hierarchy may publish besides its hierarchy's nodes, each
-    /// at every offset. Empty: hierarchy nodes only.
-    pub window_widths: Vec<usize>,
     /// Cost caps of the search rounds, as a share of the QIs: round `i`
     /// takes the boxes costing at most `caps[i] x QIs`; a last round takes
     /// every box.
@@ -60,7 +58,6 @@ pub struct CoverParams {
 impl Default for CoverParams {
     fn default() -> Self {
         CoverParams {
-            window_widths: vec![2, 3, 4, 6, 8],
             caps: vec![
                 0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6,
             ],
@@ -78,15 +75,8 @@ impl Cover {
     /// The cover with the given parameters.
     ///
     /// # Errors
-    /// [`Error::Spec`] for a window narrower than 2 intervals or a cap that
-    /// is not a share in `[0, 1]`.
+    /// [`Error::Spec`] for a cap that is not a share in `[0, 1]`.
     pub fn from_params(params: CoverParams) -> Result<Self> {
-        if params.window_widths.iter().any(|&w| w < 2) {
-            return Err(Error::spec(
-                "algorithm.window_widths",
-                "every window spans at least 2 finest intervals (e.g. [2, 3, 4]); use [] for hierarchy nodes only",
-            ));
-        }
         if params
             .caps
             .iter()
@@ -424,7 +414,7 @@ impl Algorithm for Cover {
         let qis: Vec<QiViews> = table
             .columns()
             .iter()
-            .map(|c| QiViews::build(c, &self.params.window_widths))
+            .map(|c| QiViews::build(c, &c.windows))
             .collect::<Result<_>>()?;
         let classes = ctx.classes;
         let active: Vec<u32> = table.active_rows();

@@ -187,6 +187,7 @@ impl ColumnEncoder {
             distinct: seen as usize,
             min,
             max,
+            windows: self.spec.windows.clone(),
         })
     }
 }

@@ -116,6 +116,14 @@ pub struct AttributeSpec {
     /// of the generalised label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub microaggregation: Option<Microaggregation>,
+    /// Windows a numeric QI with `intervals` (or `cuts`) may publish besides
+    /// its levels' intervals: widths in finest intervals, each at every
+    /// offset (`[2, 3]` over 5-year intervals: `[25-34]`, `[30-44]`, ...).
+    /// A window is no node of the declared hierarchy, so only a job that
+    /// declares one publishes it (`cover` uses them; issue 34). Empty by
+    /// default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<usize>,
 }
 
 /// What a microaggregated quasi-identifier publishes for each class
@@ -176,6 +184,8 @@ struct RawAttribute {
     bottom_code: Option<f64>,
     #[serde(default)]
     microaggregation: Option<Microaggregation>,
+    #[serde(default)]
+    windows: Vec<usize>,
 }
 
 impl TryFrom<RawAttribute> for AttributeSpec {
@@ -212,6 +222,7 @@ impl TryFrom<RawAttribute> for AttributeSpec {
             top_code: raw.top_code,
             bottom_code: raw.bottom_code,
             microaggregation: raw.microaggregation,
+            windows: raw.windows,
         })
     }
 }

@@ -105,6 +105,7 @@ impl JobSpec {
             }
             a.intervals = None;
             a.cuts = None;
+            a.windows = Vec::new();
             a.masking = false;
             // The release's values are coded and aggregated already: its
             // labels are read as they are.

@@ -84,6 +84,21 @@ impl JobSpec {
                     ),
                 ));
             }
+            if !a.windows.is_empty() {
+                let setting = format!("attributes.{}.windows", a.name);
+                if a.intervals.is_none() && a.cuts.is_none() {
+                    return Err(Error::spec(
+                        setting,
+                        "windows are runs of a numeric quasi-identifier's finest intervals: give `intervals` (e.g. [5, 10, 20]) or `cuts` too, or remove `windows`",
+                    ));
+                }
+                if a.windows.iter().any(|&w| w < 2) {
+                    return Err(Error::spec(
+                        setting,
+                        "every window spans at least 2 finest intervals (e.g. windows = [2, 3, 4])",
+                    ));
+                }
+            }
             if let Some(w) = a.weight {
                 if !(w >= 0.0 && w.is_finite()) {
                     return Err(Error::spec(
@@ -321,6 +336,30 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("privacy.k"));
+    }
+
+    #[test]
+    fn windows_need_intervals_and_span_two_of_them() {
+        let job = |extra: &str| -> JobSpec {
+            toml::from_str(&format!(
+                "[privacy]\nk = 2\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n{extra}\n"
+            ))
+            .unwrap()
+        };
+        let err = |extra: &str| job(extra).validate().unwrap_err().to_string();
+        assert!(job("intervals = [5, 10]\nwindows = [2, 3]")
+            .validate()
+            .is_ok());
+        let e = err("type = \"numeric\"\nwindows = [2]");
+        assert!(
+            e.contains("attributes.age.windows") && e.contains("intervals"),
+            "{e}"
+        );
+        let e = err("intervals = [5, 10]\nwindows = [1]");
+        assert!(
+            e.contains("attributes.age.windows") && e.contains("at least 2"),
+            "{e}"
+        );
     }
 
     #[test]
