@@ -54,9 +54,11 @@ pub struct CoverParams {
     /// every box.
     pub caps: Vec<f64>,
     /// Also compute a lower bound of the granularity any hierarchy-bound
-    /// release of the job can reach ([`Search::cheapest_boxes`]), reported
-    /// in the details as `lower_bound`: how far from the best possible a
-    /// release is. Costs one search over every box (Adult, k = 2: about
+    /// release of the job can reach, reported in the details as
+    /// `lower_bound`: how far from the best possible a release is. Per
+    /// row, the cheapest box of nodes (and declared windows) that holds it
+    /// and at least k rows of the table; every published group lies in
+    /// such a box, and a suppressed row costs more than any. Costs one search over every box (Adult, k = 2: about
     /// 1.5 s and 8 million boxes).
     pub lower_bound: bool,
 }
