@@ -585,13 +585,32 @@ impl Algorithm for Cover {
             .filter(|&c| group_of_class[c as usize] == FREE)
             .collect();
         leftover.sort_by_key(|&c| classes.tuple(c as usize));
-        let placed = Placement::new(table, &qis, classes, &groups);
+        let budget = ctx.privacy.max_suppressed(active.len());
+        let mut placed = Placement::new(table, &qis, classes, &groups).place(
+            ctx.privacy,
+            leftover.clone(),
+            budget,
+        )?;
+        if placed.suppressed > 0 {
+            // The limit is spent class by class, each where suppressing
+            // saves that class's widening; the classes placed after it can
+            // undo the saving (creditcard, k = 50, 2 %: 32 rows suppressed,
+            // granularity 0.195899 against 0.195874 with none). The release
+            // that suppresses nothing stands when it loses no more.
+            if let Ok(all) =
+                Placement::new(table, &qis, classes, &groups).place(ctx.privacy, leftover, 0)
+            {
+                if all.loss(&qis, classes) <= placed.loss(&qis, classes) + EPS {
+                    placed = all;
+                }
+            }
+        }
         let Placed {
             groups,
             spans,
             rows: placed_rows,
             suppressed,
-        } = placed.place(ctx.privacy, leftover, active.len())?;
+        } = placed;
         let mut group_of_row = vec![SUPPRESSED; table.n_rows()];
         let mut tuples = Vec::with_capacity(groups.len());
         for (g, (members, spans)) in groups.iter().zip(&spans).enumerate() {
@@ -670,6 +689,24 @@ struct Placed {
     rows: usize,
     /// Rows suppressed.
     suppressed: usize,
+}
+
+impl Placed {
+    /// Granularity summed over the rows: each group's cells times its
+    /// rows, and 1 per cell of a suppressed row.
+    fn loss(&self, qis: &[QiViews], classes: &EquivalenceClasses) -> f64 {
+        let groups: f64 = self
+            .groups
+            .iter()
+            .zip(&self.spans)
+            .map(|(members, spans)| {
+                let cost: f64 = qis.iter().zip(spans).map(|(v, s)| v.tightest(s).0).sum();
+                let rows: usize = members.iter().map(|&c| classes.size(c as usize)).sum();
+                cost * rows as f64
+            })
+            .sum();
+        groups + (self.suppressed * qis.len()) as f64
+    }
 }
 
 /// Places the classes no box gathered into the groups they widen least,
@@ -792,13 +829,7 @@ impl<'a> Placement<'a> {
     /// it would cost more granularity than suppressing it (1 per cell);
     /// the classes that would widen their groups most per row come first,
     /// so the limit is spent where it saves the most loss.
-    fn place(
-        mut self,
-        privacy: &Privacy,
-        mut leftover: Vec<u32>,
-        active_rows: usize,
-    ) -> Result<Placed> {
-        let budget = privacy.max_suppressed(active_rows);
+    fn place(mut self, privacy: &Privacy, mut leftover: Vec<u32>, budget: usize) -> Result<Placed> {
         let suppressing = self.qis.len() as f64;
         let shortlist = leftover.len() as u64 * self.groups.len() as u64 > EXACT_PLACEMENT_PAIRS;
         if budget > 0 {
