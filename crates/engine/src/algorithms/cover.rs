@@ -359,6 +359,20 @@ impl<'a> Search<'a> {
         }
     }
 
+    /// The first QI's branches of the recursion over `classes`: each view's
+    /// cells holding k rows within the cap, with their cost (what the
+    /// threads share out).
+    fn branches(&self, classes: &[u32]) -> Vec<(Vec<u32>, f64)> {
+        let mut branches = Vec::new();
+        for view in &self.qis[0].views {
+            let mut classes = classes.to_vec();
+            for (start, end, with) in self.runs(0, view, &mut classes, 0.0) {
+                branches.push((classes[start..end].to_vec(), with));
+            }
+        }
+        branches
+    }
+
     /// Per class, the cost per row of the cheapest box that holds it and
     /// at least k rows of the table (infinite when none does).
     ///
@@ -379,13 +393,7 @@ impl<'a> Search<'a> {
             .collect();
         let all: Vec<u32> = (0..n_classes as u32).collect();
         if !self.qis.is_empty() && self.weight(&all) >= self.k {
-            let mut branches: Vec<(Vec<u32>, f64)> = Vec::new();
-            for view in &self.qis[0].views {
-                let mut classes = all.clone();
-                for (start, end, with) in self.runs(0, view, &mut classes, 0.0) {
-                    branches.push((classes[start..end].to_vec(), with));
-                }
-            }
+            let branches = self.branches(&all);
             let this = &*self;
             let record = |classes: &[u32], cost: f64| {
                 for &c in classes {
@@ -433,13 +441,7 @@ impl<'a> Search<'a> {
         if self.qis.is_empty() || self.weight(free) < self.k {
             return Found::default();
         }
-        let mut branches: Vec<(Vec<u32>, f64)> = Vec::new();
-        for view in &self.qis[0].views {
-            let mut classes = free.to_vec();
-            for (start, end, with) in self.runs(0, view, &mut classes, 0.0) {
-                branches.push((classes[start..end].to_vec(), with));
-            }
-        }
+        let branches = self.branches(free);
         let this = &*self;
         let parts: Vec<Found> = branches
             .into_par_iter()
