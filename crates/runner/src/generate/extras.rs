@@ -6,21 +6,22 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array, StringBuilder, TimestampMicrosecondArray};
 use arrow::buffer::NullBuffer;
+use arrow::datatypes::{DataType, Field, TimeUnit};
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
-use super::model::{hit, Model};
+use super::draws::{hit, threshold};
 
 /// Distinct values of a low-cardinality extra string column.
 pub(super) const LOW_CARDINALITY: usize = 1_000;
 
 /// Timestamps are drawn from [2000-01-01, 2025-01-01) UTC, whole seconds.
-const TIMESTAMP_FROM_S: i64 = 946_684_800;
-const TIMESTAMP_SPAN_S: i64 = 788_918_400;
+pub(super) const TIMESTAMP_FROM_S: i64 = 946_684_800;
+pub(super) const TIMESTAMP_SPAN_S: i64 = 788_918_400;
 
 /// The kind of an extra column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ExtraKind {
+enum ExtraKind {
     Int,
     Float,
     LowCardinalityString,
@@ -29,7 +30,7 @@ pub(super) enum ExtraKind {
 }
 
 /// Kind and share of nulls of `extra_{i}`.
-pub(super) fn extra_column(i: usize) -> (ExtraKind, f64) {
+fn extra_column(i: usize) -> (ExtraKind, f64) {
     let kind = match i % 4 {
         0 => ExtraKind::Int,
         1 => ExtraKind::Float,
@@ -40,15 +41,55 @@ pub(super) fn extra_column(i: usize) -> (ExtraKind, f64) {
     (kind, [0.0, 0.01, 0.1][i % 3])
 }
 
-impl Model {
-    /// One extra column for one chunk.
-    pub(super) fn extra(
-        &self,
-        kind: ExtraKind,
-        nulls: u64,
-        rng: &mut ChaCha8Rng,
-        len: usize,
-    ) -> ArrayRef {
+/// The extra columns of a generated file.
+pub(super) struct Extras {
+    /// Kind and null threshold ([`threshold`]) of each column.
+    columns: Vec<(ExtraKind, u64)>,
+    /// The values of the low-cardinality string columns.
+    labels: Vec<String>,
+}
+
+impl Extras {
+    /// `n` extra columns, `extra_0 ..`.
+    pub(super) fn new(n: usize) -> Self {
+        Extras {
+            columns: (0..n)
+                .map(|i| {
+                    let (kind, nulls) = extra_column(i);
+                    (kind, threshold(nulls))
+                })
+                .collect(),
+            labels: (0..LOW_CARDINALITY)
+                .map(|i| format!("cat_{i:03}"))
+                .collect(),
+        }
+    }
+
+    /// How many there are.
+    pub(super) fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Their fields in the output schema.
+    pub(super) fn fields(&self) -> impl Iterator<Item = Field> + '_ {
+        self.columns.iter().enumerate().map(|(i, (kind, _))| {
+            let data_type = match kind {
+                ExtraKind::Int => DataType::Int64,
+                ExtraKind::Float => DataType::Float64,
+                ExtraKind::LowCardinalityString | ExtraKind::HighCardinalityString => {
+                    DataType::Utf8
+                }
+                ExtraKind::Timestamp => {
+                    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+                }
+            };
+            Field::new(format!("extra_{i}"), data_type, true)
+        })
+    }
+
+    /// Extra column `i` for one chunk of `len` rows, drawn from `rng`.
+    pub(super) fn column(&self, i: usize, rng: &mut ChaCha8Rng, len: usize) -> ArrayRef {
+        let (kind, nulls) = self.columns[i];
         let mut valid = Vec::with_capacity(len);
         match kind {
             ExtraKind::Int => {
@@ -123,47 +164,5 @@ fn null_buffer(valid: Vec<bool>) -> Option<NullBuffer> {
         None
     } else {
         Some(NullBuffer::from(valid))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::generate::model::tests::rows;
-    use crate::generate::Like;
-    use arrow::array::{Array, AsArray};
-
-    #[test]
-    fn extras_have_their_nulls_and_ranges() {
-        let m = Model::new(Like::Adult, 2, 0.02, 12).unwrap();
-        let batches = rows(&m, 100_000);
-        for i in 0..12 {
-            let name = format!("extra_{i}");
-            let nulls: usize = batches
-                .iter()
-                .map(|b| b.column_by_name(&name).unwrap().null_count())
-                .sum();
-            let expected = [0.0, 0.01, 0.1][i % 3] * 100_000.0;
-            assert!(
-                (nulls as f64 - expected).abs() <= 0.1 * expected + 1.0,
-                "{name}: {nulls} nulls, expected about {expected}"
-            );
-        }
-        let b = &batches[0];
-        let distinct = |name: &str| {
-            let c = b.column_by_name(name).unwrap().as_string::<i32>();
-            c.iter()
-                .flatten()
-                .collect::<std::collections::HashSet<_>>()
-                .len()
-        };
-        assert!(distinct("extra_2") <= LOW_CARDINALITY);
-        assert!(distinct("extra_6") > 60_000);
-        let ts = b.column_by_name("extra_3").unwrap();
-        let ts = ts.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
-        assert!(ts.iter().flatten().all(|t| {
-            (TIMESTAMP_FROM_S * 1_000_000..(TIMESTAMP_FROM_S + TIMESTAMP_SPAN_S) * 1_000_000)
-                .contains(&t)
-        }));
     }
 }

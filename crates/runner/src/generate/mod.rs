@@ -46,9 +46,10 @@
 //!
 //! # Layout
 //! The command (arguments, checks, the atomic write) is here; the model of
-//! the rows (the embedded table, the random streams, chunk assembly) is in
-//! `model`, the drawing of the Adult columns in `sampling`, the extra
-//! columns in `extras`, and the parallel Parquet encoding in `writer`.
+//! the rows (chunk assembly) is in `model`, the embedded table and the
+//! drawing of its columns in `sampling`, the extra columns in `extras`, the
+//! keyed random streams in `draws`, and the parallel Parquet encoding in
+//! `writer`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,9 +59,12 @@ use anyhow::{bail, ensure, Context, Result};
 use clap::{Args, ValueEnum};
 use parquet::file::metadata::KeyValue;
 
+mod draws;
 mod extras;
 mod model;
 mod sampling;
+#[cfg(test)]
+mod tests;
 mod writer;
 
 use model::Model;

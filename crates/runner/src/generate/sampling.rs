@@ -5,13 +5,33 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Array, StringArray, StringBuilder};
+use anyhow::{bail, ensure, Context, Result};
+use arrow::array::{ArrayRef, AsArray, Int64Array, StringArray, StringBuilder};
+use arrow::datatypes::{DataType, Field, Int64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 
-use super::model::{hit, stream, Model};
+use super::draws::{hit, threshold};
+
+/// The bundled Adult table, embedded so that `kanon generate` needs no data
+/// directory (88 kB).
+pub(super) const ADULT_PARQUET: &[u8] = include_bytes!("../../../../data/adult/adult.parquet");
+
+/// How far age is jittered either way.
+const AGE_JITTER: i64 = 2;
+
+/// The source table's columns and how its rows are drawn.
+pub(super) struct Source {
+    columns: Vec<SourceColumn>,
+    /// Its number of records.
+    pub(super) records: u32,
+    /// A draw under this threshold ([`threshold`]) redraws an attribute.
+    noise: u64,
+}
 
 /// One column of the source table.
-pub(super) enum SourceColumn {
+enum SourceColumn {
     /// Integers (Adult: age): copied, then jittered and clamped to the
     /// observed range.
     Integer {
@@ -27,16 +47,87 @@ pub(super) enum SourceColumn {
     },
 }
 
-impl Model {
-    /// The source table's columns for one chunk: a sampled record per row,
-    /// each attribute redrawn from its marginal with probability `noise`,
-    /// integers jittered.
-    pub(super) fn source_columns(&self, chunk: u64, len: usize) -> Vec<ArrayRef> {
-        let mut rng = stream(self.seed, 0, chunk);
+impl Source {
+    /// The embedded Adult table, with each attribute redrawn with
+    /// probability `noise`; also the output fields of its columns.
+    pub(super) fn adult(noise: f64) -> Result<(Source, Vec<Field>)> {
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from_static(ADULT_PARQUET))
+                .context("the embedded Adult table is unreadable (a bug in this kanon build)")?
+                .build()?;
+        let batches = reader.collect::<Result<Vec<_>, _>>()?;
+        let schema = batches
+            .first()
+            .map(|b| b.schema())
+            .context("the embedded Adult table is empty (a bug in this kanon build)")?;
+        let mut fields: Vec<Field> = Vec::new();
+        let mut columns = Vec::new();
+        for (i, field) in schema.fields().iter().enumerate() {
+            let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
+            match field.data_type() {
+                DataType::Int64 => {
+                    let mut values = Vec::new();
+                    for c in arrays {
+                        values.extend(c.as_primitive::<Int64Type>().iter().flatten());
+                    }
+                    let min = values.iter().copied().min().unwrap_or(0);
+                    let max = values.iter().copied().max().unwrap_or(0);
+                    columns.push(SourceColumn::Integer {
+                        values,
+                        jitter: if field.name() == "age" { AGE_JITTER } else { 0 },
+                        min,
+                        max,
+                    });
+                    fields.push(field.as_ref().clone());
+                }
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                    let mut values: Vec<String> = Vec::new();
+                    let mut index = rustc_hash::FxHashMap::<String, u16>::default();
+                    let mut codes = Vec::new();
+                    for c in arrays {
+                        let c = arrow::compute::cast(c, &DataType::Utf8)?;
+                        for v in c.as_string::<i32>().iter() {
+                            let v = v.context("the embedded Adult table has a null")?;
+                            let code = match index.get(v) {
+                                Some(&code) => code,
+                                None => {
+                                    let code = u16::try_from(values.len())?;
+                                    values.push(v.to_string());
+                                    index.insert(v.to_string(), code);
+                                    code
+                                }
+                            };
+                            codes.push(code);
+                        }
+                    }
+                    columns.push(SourceColumn::Category { values, codes });
+                    fields.push(field.as_ref().clone().with_data_type(DataType::Utf8));
+                }
+                other => bail!(
+                    "the embedded Adult table has column `{}` of unsupported type {other}",
+                    field.name()
+                ),
+            }
+        }
+        let records = batches.iter().map(|b| b.num_rows()).sum::<usize>();
+        let records = u32::try_from(records)?;
+        ensure!(records > 0, "the embedded Adult table has no rows");
+        let source = Source {
+            columns,
+            records,
+            noise: threshold(noise),
+        };
+        Ok((source, fields))
+    }
+
+    /// The source table's columns for one chunk of `len` rows, drawn from
+    /// `rng`: a sampled record per row, each attribute redrawn from its
+    /// marginal with probability `noise`, integers jittered.
+    pub(super) fn columns(&self, rng: &mut ChaCha8Rng, len: usize) -> Vec<ArrayRef> {
         let n = self.records;
         let mut ints: Vec<Vec<i64>> = Vec::new();
         let mut codes: Vec<Vec<u16>> = Vec::new();
-        for c in &self.source {
+        for c in &self.columns {
             match c {
                 SourceColumn::Integer { .. } => ints.push(Vec::with_capacity(len)),
                 SourceColumn::Category { .. } => codes.push(Vec::with_capacity(len)),
@@ -45,8 +136,8 @@ impl Model {
         for _ in 0..len {
             let record = rng.gen_range(0..n) as usize;
             let (mut i, mut s) = (0, 0);
-            for c in &self.source {
-                let r = if hit(&mut rng, self.noise) {
+            for c in &self.columns {
+                let r = if hit(rng, self.noise) {
                     rng.gen_range(0..n) as usize
                 } else {
                     record
@@ -73,7 +164,7 @@ impl Model {
             }
         }
         let (mut ints, mut codes) = (ints.into_iter(), codes.into_iter());
-        self.source
+        self.columns
             .iter()
             .map(|c| -> ArrayRef {
                 match c {
@@ -98,115 +189,4 @@ fn strings(values: &[String], codes: &[u16]) -> StringArray {
         b.append_value(&values[c as usize]);
     }
     b.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::generate::model::tests::{adult, rows};
-    use crate::generate::Like;
-    use arrow::array::{Array, AsArray, RecordBatch};
-    use arrow::datatypes::{DataType, Int64Type};
-
-    const QIS: [&str; 8] = [
-        "age",
-        "sex",
-        "race",
-        "marital-status",
-        "education",
-        "native-country",
-        "workclass",
-        "occupation",
-    ];
-
-    /// The number of distinct tuples of `columns` in `batches`.
-    fn distinct_tuples(batches: &[RecordBatch], columns: &[&str]) -> usize {
-        let mut seen = std::collections::HashSet::new();
-        for b in batches {
-            let cols: Vec<ArrayRef> = columns
-                .iter()
-                .map(|c| {
-                    arrow::compute::cast(b.column_by_name(c).unwrap(), &DataType::Utf8).unwrap()
-                })
-                .collect();
-            for r in 0..b.num_rows() {
-                let key: Vec<String> = cols
-                    .iter()
-                    .map(|c| c.as_string::<i32>().value(r).to_string())
-                    .collect();
-                seen.insert(key);
-            }
-        }
-        seen.len()
-    }
-
-    #[test]
-    fn without_noise_every_row_is_an_adult_record_up_to_age() {
-        let m = Model::new(Like::Adult, 3, 0.0, 0).unwrap();
-        let source = adult();
-        let key = |b: &RecordBatch, r: usize| -> Vec<String> {
-            b.columns()
-                .iter()
-                .zip(b.schema().fields())
-                .filter(|(_, f)| f.name() != "age")
-                .map(|(c, _)| c.as_string::<i32>().value(r).to_string())
-                .collect()
-        };
-        let mut known = std::collections::HashSet::new();
-        for b in &source {
-            for r in 0..b.num_rows() {
-                known.insert(key(b, r));
-            }
-        }
-        for b in rows(&m, 20_000) {
-            let age = b.column_by_name("age").unwrap().as_primitive::<Int64Type>();
-            for r in 0..b.num_rows() {
-                assert!(known.contains(&key(&b, r)), "row {r} is not an Adult tuple");
-                assert!((17..=90).contains(&age.value(r)));
-            }
-        }
-    }
-
-    #[test]
-    fn marginals_follow_adult() {
-        let m = Model::new(Like::Adult, 5, 0.02, 0).unwrap();
-        let share = |batches: &[RecordBatch], col: &str, value: &str| {
-            let (mut hits, mut all) = (0usize, 0usize);
-            for b in batches {
-                let c = b.column_by_name(col).unwrap().as_string::<i32>();
-                hits += c.iter().filter(|v| *v == Some(value)).count();
-                all += c.len();
-            }
-            hits as f64 / all as f64
-        };
-        let source = adult();
-        let generated = rows(&m, 100_000);
-        for (col, value) in [
-            ("sex", "Male"),
-            ("salary-class", ">50K"),
-            ("race", "White"),
-            ("native-country", "United-States"),
-        ] {
-            let (s, g) = (share(&source, col, value), share(&generated, col, value));
-            assert!(
-                (s - g).abs() < 0.01,
-                "{col}={value}: Adult {s:.4}, generated {g:.4}"
-            );
-        }
-    }
-
-    #[test]
-    fn class_structure_is_plausible() {
-        // Adult itself has 18,109 distinct QI tuples in 30,162 rows. A plain
-        // resample of 100k rows would have at most 18,109; the noise adds a
-        // tail of new tuples, but most rows still fall in shared classes.
-        let m = Model::new(Like::Adult, 1, 0.02, 0).unwrap();
-        let d = distinct_tuples(&rows(&m, 100_000), &QIS);
-        assert!(
-            (25_000..=75_000).contains(&d),
-            "{d} distinct QI tuples in 100k rows"
-        );
-        let plain = Model::new(Like::Adult, 1, 0.0, 0).unwrap();
-        assert!(distinct_tuples(&rows(&plain, 100_000), &QIS) < d);
-    }
 }

@@ -137,7 +137,7 @@ impl RowGroups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::model::tests::rows;
+    use crate::generate::tests::rows;
     use crate::generate::Like;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
