@@ -5,7 +5,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::codes::with_codes;
-use crate::encode::QiTable;
+use crate::table::QiTable;
 
 /// Identical QI tuples grouped into classes, with their sizes and rows.
 ///

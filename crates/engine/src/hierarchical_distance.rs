@@ -127,7 +127,7 @@ impl DistanceModel {
     /// distance, categorical QIs without one a one-level hierarchy.
     ///
     /// # Errors
-    /// [`crate::Error::Hierarchy`] if the one-level hierarchy of a flexible
+    /// [`crate::error::Error::Hierarchy`] if the one-level hierarchy of a flexible
     /// categorical QI cannot be built (it always can for encoded columns).
     pub fn new(table: &QiTable, weights: LevelWeights) -> Result<Self> {
         let attributes = table

@@ -39,6 +39,7 @@ pub(crate) mod number;
 pub mod order;
 pub mod partition;
 pub mod pipeline;
+pub mod population;
 pub mod privacy;
 pub mod progress;
 pub mod recode;

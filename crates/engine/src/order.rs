@@ -302,7 +302,7 @@ impl ReleaseOrder {
         let batches: Vec<RecordBatch> = batches.into_iter().filter(|b| b.num_rows() > 0).collect();
         let n: usize = batches.iter().map(RecordBatch::num_rows).sum();
         if n != groups.len() {
-            return Err(crate::Error::Internal(format!(
+            return Err(crate::error::Error::Internal(format!(
                 "{n} released rows but {} group ids",
                 groups.len()
             )));

@@ -60,9 +60,9 @@ pub struct Anonymization {
 /// [`Privacy`]'s stand-in: k-anonymity with the largest k on all QIs.
 ///
 /// # Errors
-/// [`crate::Error::Spec`] for a bad algorithm or parameters,
-/// [`crate::Error::Unsatisfiable`] when the model cannot be met,
-/// [`crate::Error::VerificationFailed`] when the algorithm's output violates
+/// [`crate::error::Error::Spec`] for a bad algorithm or parameters,
+/// [`crate::error::Error::Unsatisfiable`] when the model cannot be met,
+/// [`crate::error::Error::VerificationFailed`] when the algorithm's output violates
 /// the model (a bug: nothing may be released).
 pub fn anonymize(spec: &JobSpec, table: &QiTable) -> Result<Anonymization> {
     let privacy = Privacy::from_spec(spec)?;
@@ -90,7 +90,7 @@ pub fn anonymize_with(spec: &JobSpec, table: &QiTable, privacy: &Privacy) -> Res
 /// [`LocalBlocks`]).
 ///
 /// # Errors
-/// As [`anonymize`], and [`crate::Error::Cancelled`] once `cancel` fires.
+/// As [`anonymize`], and [`crate::error::Error::Cancelled`] once `cancel` fires.
 pub fn anonymize_cancellable(
     spec: &JobSpec,
     table: &QiTable,
@@ -105,7 +105,7 @@ pub fn anonymize_cancellable(
     // (issue 32: `anonymize()` over a 0-row subquery): bad input, as the
     // command line says of an empty file.
     if table.n_rows() == 0 {
-        return Err(crate::Error::spec(
+        return Err(crate::error::Error::spec(
             "input",
             "the input has no rows: there is nothing to anonymise, and an empty release would hide that the table or query selected nothing; check the input path or the query's filter",
         ));
@@ -206,7 +206,7 @@ pub fn anonymize_cancellable(
         metrics::set_class_figures(&mut report, table, &members, privacy.class_min_size());
     }
     if verified.published_rows == 0 && table.n_rows() > 0 {
-        return Err(crate::Error::Unsatisfiable(format!(
+        return Err(crate::error::Error::Unsatisfiable(format!(
             "{} would suppress all {} rows and publish an empty release; lower k or l, \
              or give the quasi-identifiers coarser generalisations",
             algorithm.name(),
@@ -286,7 +286,7 @@ fn raise_class_size(
 /// those of the rows.
 ///
 /// # Errors
-/// As [`anonymize`]; [`crate::Error::Spec`] for a model that cannot count
+/// As [`anonymize`]; [`crate::error::Error::Spec`] for a model that cannot count
 /// people holding several values of a column.
 pub fn anonymize_people(
     spec: &JobSpec,

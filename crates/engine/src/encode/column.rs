@@ -63,7 +63,7 @@ impl Coding {
     /// The coding of `spec` for a column of `value_type`, if it codes.
     ///
     /// # Errors
-    /// [`crate::Error::Data`] for a column that is not integer or float.
+    /// [`crate::error::Error::Data`] for a column that is not integer or float.
     pub(super) fn of(spec: &AttributeSpec, value_type: &DataType) -> Result<Option<Coding>> {
         if spec.top_code.is_none() && spec.bottom_code.is_none() {
             return Ok(None);

@@ -3,7 +3,7 @@
 //! are alone in their class (sample uniqueness), or the share of the
 //! population estimated to be unique from the release's class sizes
 //! (population uniqueness: Pitman, Zayatz, SNB or Dankar et al.'s rule,
-//! [`crate::metrics::risk::population_uniqueness`]), is at most a threshold.
+//! [`crate::population::population_uniqueness`]), is at most a threshold.
 //!
 //! Both are properties of the whole release. A release without classes of
 //! one record has no sample uniques, and every estimator then gives 0
@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::encode::QiTable;
 use crate::error::{Error, Result};
-use crate::metrics::risk::population_uniqueness;
+use crate::population::population_uniqueness;
 
 use super::{ClassView, PrivacyModel};
 

@@ -221,12 +221,12 @@ impl JobSpec {
     /// end's job loader calls it before deserialising.
     ///
     /// # Errors
-    /// [`crate::Error::Spec`] naming `privacy.k`.
+    /// [`crate::error::Error::Spec`] naming `privacy.k`.
     pub fn require_privacy(has_k_or_requirements: bool) -> crate::error::Result<()> {
         if has_k_or_requirements {
             return Ok(());
         }
-        Err(crate::Error::spec(
+        Err(crate::error::Error::spec(
             "privacy.k",
             "the job names no privacy model: kanon has no default k, so that a forgotten `[privacy]` section never certifies a protection nobody chose; add `[privacy]` with `k = ...` (at least 2) or `requirements`",
         ))

@@ -33,9 +33,10 @@ mod msu;
 mod profile;
 mod requirements;
 mod sample;
-mod special;
-mod uniqueness;
 
+pub use crate::population::{
+    population_uniqueness, PopulationUniqueness, UniquenessEstimate, UniquenessModel,
+};
 pub use msu::{minimal_sample_uniques, AttributeMsus, MsuReport, RiskyCombination};
 pub use profile::{
     encode_labels, population_class_sizes, risk_profile, risk_profile_of_batches, RiskOptions,
@@ -47,9 +48,6 @@ pub use requirements::{
 pub use sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
     sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques,
-};
-pub use uniqueness::{
-    population_uniqueness, PopulationUniqueness, UniquenessEstimate, UniquenessModel,
 };
 
 use std::sync::Arc;

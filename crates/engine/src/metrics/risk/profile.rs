@@ -16,9 +16,9 @@ use super::sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,
     sample_uniques, AttackerRisk, ClassSizeCount, RiskBand, SampleUniques, QI_COLUMNS,
 };
-use super::uniqueness::{population_uniqueness, PopulationUniqueness};
 use crate::encode::{Encoder, EquivalenceClasses, QiTable};
 use crate::error::{Error, Result};
+use crate::population::{population_uniqueness, PopulationUniqueness};
 use crate::spec::{JobSpec, Role};
 
 /// Options of a [`RiskProfile`].

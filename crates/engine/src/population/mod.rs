@@ -1,4 +1,5 @@
-//! Population uniqueness: how many records of the population are alone in
+//! Population uniqueness (reported by [`crate::metrics::risk`], bounded by
+//! the `population-uniqueness` privacy model): how many records of the population are alone in
 //! their class, estimated from the class-size frequencies of a sample and the
 //! sampling fraction `π = n/N`, with the models ARX 3.9.2 offers
 //! (`org.deidentifier.arx.risk.RiskModelPopulationUniqueness`):
@@ -31,12 +32,14 @@
 //! One deliberate difference from ARX: ARX's SNB objective multiplies the
 //! size-2 moment by `(1 - (1-π)(1-β))^(α+2)` where the model (and ARX's own
 //! Jacobian) divides by it; kanon solves the model's equations (see
-//! [`snb_moments`]), so its SNB estimates differ from ARX's.
+//! `snb_moments`), so its SNB estimates differ from ARX's.
+
+mod special;
 
 use serde::Serialize;
 
-use super::special::{digamma, ln_gamma, trigamma};
 use crate::error::{Error, Result};
+use special::{digamma, ln_gamma, trigamma};
 
 /// The statistical model behind an estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
