@@ -105,6 +105,24 @@ enum Command {
     Worker(cluster::WorkerArgs),
 }
 
+/// `--algorithm`'s help: the registered names.
+fn algorithm_help() -> String {
+    format!(
+        "Override `algorithm.name`: {}",
+        kanon_engine::algorithms::registry::names().join(", ")
+    )
+}
+
+/// `--algorithm`'s long help (`--help`): each registered algorithm with its
+/// summary.
+fn algorithm_long_help() -> String {
+    let mut help = String::from("Override `algorithm.name`, one of:");
+    for r in kanon_engine::algorithms::registry::all() {
+        help.push_str(&format!("\n  {}: {}", r.name, r.summary));
+    }
+    help
+}
+
 /// Options shared by every command that reads a job file.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct JobArgs {
@@ -114,10 +132,9 @@ pub(crate) struct JobArgs {
     /// Override `privacy.k`.
     #[arg(long)]
     pub k: Option<usize>,
-    /// Override `algorithm.name`: mondrian, datafly, incognito, sbc,
-    /// heuristic-min, kaca, l-clustering, mondrian-hierarchy, cover, mdav or
-    /// safepub (differential privacy; tested against the engine's registry).
-    #[arg(long)]
+    // Its help lists the engine's registry when the command line is parsed,
+    // so an algorithm an embedder registers before `run` is listed too.
+    #[arg(long, value_name = "NAME", help = algorithm_help(), long_help = algorithm_long_help())]
     pub algorithm: Option<String>,
     /// Override `algorithm.seed`.
     #[arg(long)]
@@ -240,5 +257,39 @@ where
             }
             ExitCode::from(code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// `--algorithm`'s help is the registry's when the command line is
+    /// built: an algorithm an embedder registers before [`super::run`] is
+    /// listed with its summary, as the built-in ones are.
+    #[test]
+    fn algorithm_help_lists_what_the_registry_holds() {
+        use kanon_engine::algorithms::registry;
+        registry::register(registry::Registration {
+            name: "help-probe",
+            summary: "an algorithm registered by an embedder",
+            ..registry::get("mondrian").unwrap()
+        })
+        .unwrap();
+        let cli = Cli::command();
+        let anonymize = cli.find_subcommand("anonymize").unwrap();
+        let arg = anonymize
+            .get_arguments()
+            .find(|a| a.get_id() == "algorithm")
+            .unwrap();
+        let help = arg.get_help().unwrap().to_string();
+        let long = arg.get_long_help().unwrap().to_string();
+        for name in registry::names() {
+            assert!(help.contains(name), "--algorithm help lacks {name}: {help}");
+            assert!(long.contains(name), "--algorithm long help lacks {name}");
+        }
+        assert!(long.contains("help-probe: an algorithm registered by an embedder"));
     }
 }

@@ -158,7 +158,7 @@ const BUILT_IN: &[Registration] = &[
     },
     Registration {
         name: cover::NAME,
-        summary: "local recoding bound to the hierarchies: the cheapest boxes of hierarchy nodes and interval windows that gather k rows, taken greedily (Park, Shim, SIGMOD 2007)",
+        summary: "local recoding bound to the hierarchies: the cheapest boxes of hierarchy nodes (and of the interval windows a job declares) that gather k rows, taken greedily (Park, Shim, SIGMOD 2007)",
         capabilities: LOCAL.whole_up_to_tuples(COVER_WHOLE_TUPLES),
         build: |a| Ok(Box::new(cover::Cover::from_params(a.params()?)?)),
     },
