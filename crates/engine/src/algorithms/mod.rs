@@ -81,6 +81,74 @@ pub struct Outcome {
 }
 
 /// An anonymisation algorithm.
+///
+/// An algorithm reads the encoded table and returns a [`Partition`]: which
+/// rows form each group (and which are suppressed) and the tuple each group
+/// publishes. It never verifies, writes or measures: the release path does,
+/// and refuses a partition that breaks the job's privacy models (fail
+/// closed). Registered by name ([`registry::register`]), it is what a job's
+/// `[algorithm] name` runs, from the command line, SQL and Python alike.
+///
+/// # Example: a new algorithm
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use kanon_engine::algorithms::registry::{self, Capabilities, Registration};
+/// use kanon_engine::algorithms::{Algorithm, Context, Outcome};
+/// use kanon_engine::{encode::Encoder, partition::Partition, spec::JobSpec};
+///
+/// /// Publishes the whole table as one class: the coarsest local recoding.
+/// #[derive(Debug)]
+/// struct OneClass;
+///
+/// impl Algorithm for OneClass {
+///     fn name(&self) -> &'static str {
+///         "one-class"
+///     }
+///     fn run(&self, ctx: &Context<'_>) -> kanon_engine::Result<Outcome> {
+///         ctx.cancel.check()?; // in every inner loop of a real algorithm
+///         let group_of_row = vec![0; ctx.table.n_rows()];
+///         Ok(Outcome {
+///             // Each group publishes its tightest cells.
+///             partition: Partition::tightest(ctx.table, group_of_row),
+///             details: serde_json::json!({ "classes": 1 }),
+///         })
+///     }
+/// }
+///
+/// registry::register(Registration {
+///     name: "one-class",
+///     summary: "every row in one class",
+///     // No l-diversity, no block-wise runs: jobs asking for them are refused.
+///     capabilities: Capabilities::NONE,
+///     build: |_params| Ok(Box::new(OneClass)),
+/// })?;
+///
+/// let spec: JobSpec = serde_json::from_str(r#"{
+///     "privacy": {"k": 3},
+///     "algorithm": {"name": "one-class"},
+///     "attributes": [{"name": "age", "role": "quasi-identifier"},
+///                    {"name": "city", "role": "quasi-identifier"}]}"#)?;
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("age", DataType::Int64, false),
+///     Field::new("city", DataType::Utf8, false),
+/// ]));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![
+///     Arc::new(Int64Array::from(vec![30, 41, 52, 33])) as ArrayRef,
+///     Arc::new(StringArray::from(vec!["Lyon", "Nice", "Lyon", "Paris"])),
+/// ])?;
+/// let mut encoder = Encoder::try_new(&spec, &Default::default(), &schema)?;
+/// encoder.push(&batch)?;
+/// let table = encoder.finish()?;
+///
+/// // Runs it, verifies the partition against k = 3 and measures it.
+/// let run = kanon_engine::anonymize(&spec, &table)?;
+/// assert_eq!(run.algorithm, "one-class");
+/// assert_eq!(run.report.smallest_class, 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// The registered name.
     fn name(&self) -> &'static str;

@@ -81,6 +81,58 @@ impl ReleaseView<'_> {
 pub type Measure = fn(&ReleaseView<'_>) -> f64;
 
 /// One registered utility metric.
+///
+/// Every registered metric is computed for every run and reported under
+/// its name, so a library user measures every algorithm with the loss they
+/// trust.
+///
+/// # Example: a new metric
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use kanon_engine::metrics::utility::{self, ReleaseView, UtilityMetric};
+/// use kanon_engine::{encode::Encoder, spec::JobSpec};
+///
+/// /// The share of rows in classes of more than 2k rows: classes larger
+/// /// than they need be.
+/// fn oversized(release: &ReleaseView<'_>) -> f64 {
+///     let sizes = release.class_sizes();
+///     let big: usize = sizes.iter().filter(|&&s| s > 2 * release.k).sum();
+///     big as f64 / release.table.n_rows().max(1) as f64
+/// }
+///
+/// utility::register(UtilityMetric {
+///     name: "oversized-classes",
+///     summary: "share of rows in classes of more than 2k rows",
+///     measure: oversized,
+/// })?;
+///
+/// let spec: JobSpec = serde_json::from_str(r#"{
+///     "privacy": {"k": 2},
+///     "algorithm": {"name": "mondrian"},
+///     "attributes": [{"name": "age", "role": "quasi-identifier"},
+///                    {"name": "city", "role": "quasi-identifier"}]}"#)?;
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("age", DataType::Int64, false),
+///     Field::new("city", DataType::Utf8, false),
+/// ]));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![
+///     Arc::new(Int64Array::from(vec![30, 41, 52, 33, 47, 38])) as ArrayRef,
+///     Arc::new(StringArray::from(vec!["Lyon", "Nice", "Lyon", "Paris", "Nice", "Lyon"])),
+/// ])?;
+/// let mut encoder = Encoder::try_new(&spec, &Default::default(), &schema)?;
+/// encoder.push(&batch)?;
+/// let table = encoder.finish()?;
+///
+/// let run = kanon_engine::anonymize(&spec, &table)?;
+/// let figure = run.report.utility_metrics.iter()
+///     .find(|u| u.metric == "oversized-classes")
+///     .expect("every registered metric is reported");
+/// assert!((0.0..=1.0).contains(&figure.loss));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct UtilityMetric {
     /// The name reports use, lower case with hyphens.
@@ -161,7 +213,7 @@ static REGISTRY: Registry<UtilityMetric> = Registry::new("a metric", "metrics", 
 /// user's).
 ///
 /// # Errors
-/// [`Error::Spec`](crate::Error::Spec) when the name is empty, not lower case with hyphens, or
+/// [`Error::Spec`](crate::error::Error::Spec) when the name is empty, not lower case with hyphens, or
 /// taken.
 pub fn register(metric: UtilityMetric) -> Result<()> {
     REGISTRY.register(metric)

@@ -108,6 +108,88 @@ impl Blocks<'_> {
 
 /// Clusters the blocks of a block-wise run
 /// ([`crate::algorithms::partitioned`]).
+///
+/// A front end that runs blocks elsewhere (another process, another
+/// machine) implements it: split the blocks into tasks ([`Blocks::split`]),
+/// ship each as bytes ([`Blocks::task`], [`BlockTask::to_bytes`]), let the
+/// other side decode and cluster them ([`BlockTask::from_bytes`],
+/// [`BlockTask::run`]), and return the partitions in block order. Nothing
+/// it returns is trusted: the union is verified before anything is
+/// released.
+///
+/// # Example: blocks clustered elsewhere
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use kanon_engine::algorithms::partitioned::{BlockExecutor, BlockTask, Blocks, BlocksRun};
+/// use kanon_engine::cancel::Cancellation;
+/// use kanon_engine::pipeline::anonymize_cancellable;
+/// use kanon_engine::privacy::Privacy;
+/// use kanon_engine::progress::Silent;
+/// use kanon_engine::{encode::Encoder, spec::JobSpec};
+///
+/// /// Ships the blocks as two tasks to two threads, standing in for the
+/// /// worker processes of a cluster.
+/// #[derive(Debug)]
+/// struct Shipped;
+///
+/// impl BlockExecutor for Shipped {
+///     fn run(&self, blocks: &Blocks<'_>) -> kanon_engine::Result<BlocksRun> {
+///         let messages = blocks
+///             .split(2)
+///             .into_iter()
+///             .map(|range| blocks.task(range).to_bytes())
+///             .collect::<kanon_engine::Result<Vec<Vec<u8>>>>()?;
+///         let answers = std::thread::scope(|scope| {
+///             let workers: Vec<_> = messages
+///                 .iter()
+///                 .map(|bytes| scope.spawn(move || {
+///                     // On the worker: decode the task and cluster its blocks.
+///                     BlockTask::from_bytes(bytes)?.run(Cancellation::never())
+///                 }))
+///                 .collect();
+///             workers.into_iter().map(|w| w.join().expect("worker")).collect::<Vec<_>>()
+///         });
+///         let mut partitions = Vec::new();
+///         for answer in answers {
+///             partitions.extend(answer?);
+///         }
+///         Ok(BlocksRun { partitions, details: serde_json::json!({ "workers": 2 }) })
+///     }
+/// }
+///
+/// let spec: JobSpec = serde_json::from_str(r#"{
+///     "privacy": {"k": 2},
+///     "algorithm": {"name": "mondrian", "block_size": 4},
+///     "attributes": [{"name": "age", "role": "quasi-identifier"},
+///                    {"name": "city", "role": "quasi-identifier"}]}"#)?;
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("age", DataType::Int64, false),
+///     Field::new("city", DataType::Utf8, false),
+/// ]));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![
+///     Arc::new(Int64Array::from(vec![30, 41, 52, 33, 47, 38, 29, 60, 45, 35, 50, 27])) as ArrayRef,
+///     Arc::new(StringArray::from(vec![
+///         "Lyon", "Nice", "Lyon", "Paris", "Nice", "Lyon",
+///         "Paris", "Nice", "Lyon", "Paris", "Nice", "Paris",
+///     ])),
+/// ])?;
+/// let mut encoder = Encoder::try_new(&spec, &Default::default(), &schema)?;
+/// encoder.push(&batch)?;
+/// let table = encoder.finish()?;
+///
+/// let privacy = Privacy::from_spec(&spec)?;
+/// let shipped = anonymize_cancellable(
+///     &spec, &table, &privacy, Cancellation::never(), Silent::sink(), &Shipped,
+/// )?;
+/// // The same partition as on this machine's cores, verified the same way.
+/// let local = kanon_engine::anonymize(&spec, &table)?;
+/// assert_eq!(shipped.partition, local.partition);
+/// assert_eq!(shipped.details["partitioned"]["executor"]["workers"], 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait BlockExecutor: Send + Sync + std::fmt::Debug {
     /// The partition of every block (over the block's sub-table, rows in
     /// ascending order), in block order.
