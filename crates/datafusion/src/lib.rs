@@ -49,6 +49,7 @@ use std::sync::Arc;
 use datafusion::common::Result;
 use datafusion::prelude::SessionContext;
 
+pub use error::FunctionError;
 pub use exec::{AnonymizeExec, BlockExecutors};
 pub use options::{AnonymizeSettings, FileAccess, HierarchySource};
 pub use risk::KanonRiskExec;

@@ -70,6 +70,19 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
+/// The exit code of an engine error, by its kind (every front end maps
+/// the engine's errors this way: `kanon anonymize`, `kanon sql`, Python).
+pub fn engine_code(e: &Error) -> u8 {
+    match e {
+        Error::Unsatisfiable(_) => UNSATISFIABLE,
+        Error::Cancelled(_) => INTERRUPTED,
+        Error::VerificationFailed(_) | Error::Internal(_) => INTERNAL,
+        // A worker lost or unreachable: worth a retry, as I/O is.
+        Error::ResourcesExhausted(_) | Error::Executor(_) => IO,
+        _ => BAD_INPUT,
+    }
+}
+
 /// The exit code for an error chain: the first cause kanon recognises.
 pub fn code_of(err: &anyhow::Error) -> u8 {
     // A failure given as context is found by anyhow's downcast (the chain
@@ -82,14 +95,7 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
             return f.code;
         }
         if let Some(e) = cause.downcast_ref::<Error>() {
-            return match e {
-                Error::Unsatisfiable(_) => UNSATISFIABLE,
-                Error::Cancelled(_) => INTERRUPTED,
-                Error::VerificationFailed(_) | Error::Internal(_) => INTERNAL,
-                // A worker lost or unreachable: worth a retry, as I/O is.
-                Error::ResourcesExhausted(_) | Error::Executor(_) => IO,
-                _ => BAD_INPUT,
-            };
+            return engine_code(e);
         }
         if let Some(e) = cause.downcast_ref::<object_store::Error>() {
             return object_store_code(e);

@@ -258,26 +258,19 @@ fn register_delta(ctx: &SessionContext, storage: &Storage, t: &TableArg) -> Resu
     Ok(())
 }
 
-/// The exit code of a failed query: a plan error is the user's (2), an
-/// unsatisfiable model is 3, a memory limit or I/O failure 4, the rest 2.
+/// The exit code of a failed query: an engine error raised by
+/// anonymize() or kanon_risk() by its kind, as `kanon anonymize` maps it
+/// (an unsatisfiable model is 3, a failed verification 70, ...; found
+/// through the wrappers of sinks such as a Delta table's INSERT); otherwise
+/// a memory limit or I/O failure is 4, a DataFusion bug 70, the rest the
+/// user's (2).
 fn code_of(e: &DataFusionError) -> u8 {
-    // Sinks (a Delta table's INSERT) wrap the error of anonymize() as an
-    // external error: the text still says what it was.
-    let text = e.to_string();
-    if text.contains("anonymize(): privacy model cannot be satisfied") {
-        return exit::UNSATISFIABLE;
+    if let Some(engine) = kanon_datafusion::FunctionError::find(e) {
+        return exit::engine_code(engine);
     }
     match e.find_root() {
         DataFusionError::ResourcesExhausted(_) | DataFusionError::IoError(_) => exit::IO,
         DataFusionError::ObjectStore(_) => exit::IO,
-        DataFusionError::Execution(m) if m.contains("privacy model cannot be satisfied") => {
-            exit::UNSATISFIABLE
-        }
-        DataFusionError::Execution(m)
-            if m.contains("verification failed") || m.contains("a bug in kanon") =>
-        {
-            exit::INTERNAL
-        }
         DataFusionError::Internal(_) => exit::INTERNAL,
         _ => exit::BAD_INPUT,
     }
@@ -723,11 +716,23 @@ mod tests {
     #[test]
     fn exit_codes_by_fault() {
         assert_eq!(code_of(&DataFusionError::Plan("x".into())), exit::BAD_INPUT);
+        // By the engine's kind, not the text: a message that merely
+        // mentions unsatisfiable models is the user's.
+        let unsatisfiable = kanon_engine::Error::Unsatisfiable("k".into());
+        assert_eq!(
+            code_of(&DataFusionError::External(Box::new(unsatisfiable)).context("INSERT")),
+            exit::UNSATISFIABLE
+        );
         assert_eq!(
             code_of(&DataFusionError::Execution(
                 "anonymize(): privacy model cannot be satisfied: k".into()
             )),
-            exit::UNSATISFIABLE
+            exit::BAD_INPUT
+        );
+        let bug = kanon_engine::Error::VerificationFailed("x".into());
+        assert_eq!(
+            code_of(&DataFusionError::External(Box::new(bug))),
+            exit::INTERNAL
         );
         assert_eq!(
             code_of(&DataFusionError::ResourcesExhausted("x".into())),
