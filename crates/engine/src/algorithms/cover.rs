@@ -813,8 +813,12 @@ impl<'a> Placement<'a> {
             })
             .collect();
         options.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        // Every group is accepted, and a class holding an accepted class
+        // stays accepted under models monotone with suppression (distinct
+        // l-diversity, k): only the others need the rows checked.
+        let check = privacy.needs_rows() && !privacy.is_monotone_with_suppression();
         options.into_iter().find(|(_, g, _, _)| {
-            !privacy.needs_rows() || {
+            !check || {
                 let mut members = self.groups[*g].clone();
                 members.push(c);
                 privacy.accepts(ClassView {
