@@ -285,11 +285,9 @@ struct Search<'a> {
     /// Whether a set of classes satisfies the privacy models, when they
     /// read rows and are monotone with suppression (distinct l-diversity):
     /// a box whose free rows fail them cannot be taken, and neither can any
-    /// box inside it, so a round does not descend into it.
+    /// box inside it, so a round does not descend into it. The lower bound
+    /// counts k rows only and searches without it.
     accepts: Option<Accepts<'a>>,
-    /// Whether rounds prune with [`Search::accepts`] (never the lower
-    /// bound, which counts k rows).
-    pruning: bool,
 }
 
 /// What one branch of a round's recursion found.
@@ -323,7 +321,6 @@ impl<'a> Search<'a> {
             floor: 0.0,
             cancel,
             accepts: None,
-            pruning: false,
         }
     }
 
@@ -356,7 +353,7 @@ impl<'a> Search<'a> {
             let with = cost + view.cost[cell as usize];
             if with <= self.cap + EPS
                 && weight >= self.k
-                && (!self.pruning || self.accepts.is_none_or(|a| a(&classes[start..end])))
+                && self.accepts.is_none_or(|a| a(&classes[start..end]))
             {
                 runs.push((start, end, with));
             }
@@ -414,7 +411,7 @@ impl<'a> Search<'a> {
     /// ignores only that the groups must be disjoint.
     fn cheapest_boxes(&mut self, n_classes: usize) -> Vec<f64> {
         use std::sync::atomic::{AtomicU64, Ordering};
-        self.pruning = false;
+        let accepts = self.accepts.take();
         self.floor = -1.0;
         self.cap = f64::INFINITY;
         // Costs are never negative, so their bit patterns order as they do.
@@ -434,6 +431,7 @@ impl<'a> Search<'a> {
                 this.visit(1, &mut classes, cost, &record);
             });
         }
+        self.accepts = accepts;
         best.into_iter()
             .map(|b| f64::from_bits(b.into_inner()))
             .collect()
@@ -466,7 +464,6 @@ impl<'a> Search<'a> {
     /// and at most the cap. The first QI's branches run on rayon; the
     /// boxes come out in the same order whatever the number of threads.
     fn round(&mut self, free: &[u32], floor: f64, cap: f64) -> Found {
-        self.pruning = true;
         self.floor = floor;
         self.cap = cap;
         if self.qis.is_empty() || self.weight(free) < self.k {
@@ -608,12 +605,7 @@ impl Algorithm for Cover {
                 if weight < k {
                     continue;
                 }
-                if ctx.privacy.needs_rows()
-                    && !ctx.privacy.accepts(ClassView {
-                        table,
-                        rows: &rows_of(classes, &members),
-                    })
-                {
+                if ctx.privacy.needs_rows() && !accepts(&members) {
                     continue;
                 }
                 for &c in &members {
@@ -995,6 +987,35 @@ mod tests {
     /// inside by scanning the table: the search prunes, the oracle does
     /// not. Small pseudo-random tables of two numeric QIs, one with
     /// windows, at k = 2 to 7.
+    /// A xorshift stream of numbers below `m`, for random test tables.
+    fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        }
+    }
+
+    /// A table of `spec` from its columns' values.
+    fn table_of(spec: &JobSpec, columns: &[(&str, &Vec<String>)]) -> QiTable {
+        let columns: Vec<(&str, Vec<&str>)> = columns
+            .iter()
+            .map(|(name, values)| (*name, values.iter().map(String::as_str).collect()))
+            .collect();
+        QiTable::from_string_columns(spec, &Default::default(), &columns).unwrap()
+    }
+
+    /// The views of every QI of `table`.
+    fn views_of(table: &QiTable) -> Vec<QiViews> {
+        table
+            .columns()
+            .iter()
+            .map(|c| QiViews::build(c, &c.windows))
+            .collect::<Result<_>>()
+            .unwrap()
+    }
+
     /// A round that prunes boxes whose rows fail a model monotone with
     /// suppression (distinct l-diversity) finds exactly the boxes of the
     /// unpruned round that the model accepts: the pruning skips only boxes
@@ -1010,13 +1031,7 @@ mod tests {
         .unwrap();
         let privacy = Privacy::from_spec(&spec).unwrap();
         assert!(privacy.needs_rows() && privacy.is_monotone_with_suppression());
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         let mut pruned_any = false;
         for round in 0..30 {
             let n = 10 + next(80) as usize;
@@ -1026,23 +1041,9 @@ mod tests {
             let s: Vec<String> = (0..n)
                 .map(|_| if next(6) == 0 { "x" } else { "y" }.to_string())
                 .collect();
-            let table = QiTable::from_string_columns(
-                &spec,
-                &Default::default(),
-                &[
-                    ("a", a.iter().map(String::as_str).collect()),
-                    ("b", b.iter().map(String::as_str).collect()),
-                    ("s", s.iter().map(String::as_str).collect()),
-                ],
-            )
-            .unwrap();
+            let table = table_of(&spec, &[("a", &a), ("b", &b), ("s", &s)]);
             let classes = EquivalenceClasses::of(&table);
-            let qis: Vec<QiViews> = table
-                .columns()
-                .iter()
-                .map(|c| QiViews::build(c, &c.windows))
-                .collect::<Result<_>>()
-                .unwrap();
+            let qis = views_of(&table);
             let accepts = |members: &[u32]| {
                 privacy.accepts(ClassView {
                     table: &table,
@@ -1087,33 +1088,14 @@ mod tests {
                 {"name": "b", "role": "qi", "intervals": [3, 9]}]}"#,
         )
         .unwrap();
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for round in 0..30 {
             let n = 5 + next(60) as usize;
             let a: Vec<String> = (0..n).map(|_| next(24).to_string()).collect();
             let b: Vec<String> = (0..n).map(|_| next(18).to_string()).collect();
-            let table = QiTable::from_string_columns(
-                &spec,
-                &Default::default(),
-                &[
-                    ("a", a.iter().map(String::as_str).collect()),
-                    ("b", b.iter().map(String::as_str).collect()),
-                ],
-            )
-            .unwrap();
+            let table = table_of(&spec, &[("a", &a), ("b", &b)]);
             let classes = EquivalenceClasses::of(&table);
-            let qis: Vec<QiViews> = table
-                .columns()
-                .iter()
-                .map(|c| QiViews::build(c, &c.windows))
-                .collect::<Result<_>>()
-                .unwrap();
+            let qis = views_of(&table);
             assert!(qis[0].views.len() > qis[0].first_window, "a has windows");
             let k = 2 + round % 6;
             let order = [0, 1];
