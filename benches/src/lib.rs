@@ -231,35 +231,46 @@ pub fn release(
     hierarchies: &FxHashMap<String, Arc<Hierarchy>>,
     batches: &[RecordBatch],
 ) -> kanon_engine::verify::Verified {
-    use kanon_engine::release::{prepare, Prepared, Releaser};
-    let table = encode(spec, hierarchies, batches);
+    use kanon_engine::release::{
+        MemoryBuckets, Prepared, Release, Releaser, Session, SessionOptions,
+    };
+    let mut session =
+        Session::new(spec, hierarchies, &batches[0].schema(), "the bench input").unwrap();
+    for batch in batches {
+        session.push(batch).unwrap();
+    }
+    let encoded = session.encode().unwrap();
     let privacy = kanon_engine::privacy::Privacy::from_spec(spec).unwrap();
     let Prepared {
         anonymization,
         recoder,
-    } = prepare(
-        spec,
-        &table,
-        None,
-        &privacy,
-        kanon_engine::cancel::Cancellation::never(),
-        kanon_engine::progress::Silent::sink(),
-        kanon_engine::algorithms::partitioned::LocalBlocks::get(),
-        Default::default(),
-    )
-    .unwrap();
-    drop(table);
-    let mut releaser = Releaser::new(spec, recoder, &batches[0].schema(), u64::MAX).unwrap();
-    let mut released = Vec::with_capacity(batches.len());
-    let mut groups = Vec::new();
+    } = encoded
+        .anonymise(
+            &privacy,
+            SessionOptions {
+                cancel: kanon_engine::cancel::Cancellation::never(),
+                progress: kanon_engine::progress::Silent::sink(),
+                blocks: kanon_engine::algorithms::partitioned::LocalBlocks::get(),
+                pseudonymiser: &Default::default(),
+            },
+        )
+        .unwrap();
+    drop(encoded);
+    let releaser = Releaser::new(spec, recoder, &batches[0].schema(), u64::MAX).unwrap();
+    let store = MemoryBuckets::new(&releaser);
+    let mut release = Release::new(releaser, store);
     for batch in batches {
-        let recoded = releaser.recode(batch).unwrap();
-        released.push(recoded.batch);
-        groups.extend(recoded.groups);
+        release.push(batch).unwrap();
     }
-    let sorted = releaser.release(released, &groups).unwrap().all().unwrap();
-    let verified = releaser.finish(&privacy, &anonymization).unwrap();
-    assert_eq!(sorted.num_rows(), verified.published_rows);
+    let mut rows = 0;
+    release
+        .drain(usize::MAX, |chunk| {
+            rows += chunk.num_rows();
+            Ok(true)
+        })
+        .unwrap();
+    let (verified, _) = release.finish(&privacy, &anonymization).unwrap();
+    assert_eq!(rows, verified.published_rows);
     verified
 }
 

@@ -33,10 +33,9 @@ use datafusion::physical_plan::{
 use datafusion::prelude::SessionConfig;
 use futures::{StreamExt, TryStreamExt};
 use kanon_engine::algorithms::partitioned::{BlockExecutor, LocalBlocks};
-use kanon_engine::encode::Encoder;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::release_schema;
-use kanon_engine::release::{prepare, Prepared, Releaser};
+use kanon_engine::release::{MemoryBuckets, Prepared, Release, Releaser, Session, SessionOptions};
 use kanon_engine::spec::Role;
 
 use crate::error::engine_error;
@@ -84,7 +83,9 @@ impl AnonymizeExec {
         projection: Option<Vec<usize>>,
     ) -> Result<Self> {
         let schema = input.schema();
-        Encoder::try_new(job.spec(), job.hierarchies(), &schema)
+        // The input is the planner's projection of a table whose columns
+        // `anonymize()` checked against the column policy (AnonymizeTable).
+        Session::projected(job.spec(), job.hierarchies(), &schema)
             .map_err(|e| engine_error("anonymize", e, true))?;
         let release = release_schema(job.spec(), &schema);
         let output = match &projection {
@@ -349,12 +350,11 @@ impl ExecutionPlan for AnonymizeExec {
         // No work before the first poll: everything happens in this future.
         let work = async move {
             let _guard = guard;
-            let spec = job.spec();
-            let mut encoder = Encoder::try_new(spec, job.hierarchies(), &input.schema())
+            // Pass one; repeated identifiers may be one person's rows,
+            // counted by k as several people (kanon_engine::identities):
+            // refused when the session is encoded.
+            let mut session = Session::projected(job.spec(), job.hierarchies(), &input.schema())
                 .map_err(|e| engine_error("anonymize", e, true))?;
-            // Repeated identifiers may be one person's rows, counted by k
-            // as several people (kanon_engine::identities): refused.
-            let mut identities = kanon_engine::identities::IdentityCheck::new(spec);
             let held = consume(
                 &input,
                 &context,
@@ -362,23 +362,17 @@ impl ExecutionPlan for AnonymizeExec {
                 |b| {
                     let _t = m.encode_time.timer();
                     m.rows_in.add(b.num_rows());
-                    identities
-                        .push(b)
-                        .map_err(|e| engine_error("anonymize", e, false))?;
-                    encoder
+                    session
                         .push(b)
                         .map_err(|e| engine_error("anonymize", e, false))
                 },
             )
             .await?;
-            let identities = identities
-                .finish()
-                .map_err(|e| engine_error("anonymize", e, false))?;
             m.peak_mem_used.set_max(held.reservation.size());
             let job2 = Arc::clone(&job);
             let m2 = m.clone();
             let task = SpawnedTask::spawn_blocking(move || {
-                run_engine(&job2, encoder, held, &identities, &m2, &cancelled, &*blocks)
+                run_engine(&job2, session, held, &m2, &cancelled, &*blocks)
             });
             task.join()
                 .await
@@ -448,9 +442,8 @@ fn check_cancelled(cancelled: &AtomicBool) -> Result<()> {
 /// the input's memory returned to the pool as it is recoded.
 fn run_engine(
     job: &Job,
-    encoder: Encoder,
+    session: Session,
     held: Held,
-    identities: &kanon_engine::identities::Identities,
     m: &Metrics,
     cancelled: &Arc<AtomicBool>,
     blocks: &dyn BlockExecutor,
@@ -474,7 +467,8 @@ fn run_engine(
         ));
     };
     let t = Instant::now();
-    let table = encoder.finish().map_err(|e| engine_error(f, e, false))?;
+    let encoded = session.encode().map_err(|e| engine_error(f, e, false))?;
+    let table = encoded.table();
     m.encode_time.add_duration(t.elapsed());
     // What the engine will hold besides the input: codes, classes and the
     // partition, a few u32 per row and QI (an estimate).
@@ -492,43 +486,47 @@ fn run_engine(
     let Prepared {
         anonymization: result,
         recoder,
-    } = prepare(
-        spec,
-        &table,
-        identities.entities.clone(),
-        &privacy,
-        &cancel,
-        kanon_engine::progress::Silent::sink(),
-        blocks,
-        job.pseudonymiser().for_release(spec, identities),
-    )
-    .map_err(|e| engine_error(f, e, false))?;
+    } = encoded
+        .anonymise(
+            &privacy,
+            SessionOptions {
+                cancel: &cancel,
+                progress: kanon_engine::progress::Silent::sink(),
+                blocks,
+                pseudonymiser: job.pseudonymiser(),
+            },
+        )
+        .map_err(|e| engine_error(f, e, false))?;
     m.algorithm_time
         .add_duration(result.timings.classes + result.timings.algorithm + result.timings.metrics);
     m.verify_time.add_duration(result.timings.verify);
-    drop(table);
+    drop(encoded);
     check_cancelled(cancelled)?;
     let t = Instant::now();
-    let mut releaser = Releaser::new(spec, recoder, &input_schema, u64::MAX)
+    // One bucket, in memory: the node holds its whole input anyway.
+    let releaser = Releaser::new(spec, recoder, &input_schema, u64::MAX)
         .map_err(|e| engine_error(f, e, false))?;
-    let mut released = Vec::with_capacity(batches.len());
-    let mut groups = Vec::new();
+    let schema = releaser.schema().clone();
+    let store = MemoryBuckets::new(&releaser);
+    let mut pass_two = Release::new(releaser, store);
     for b in batches {
         check_cancelled(cancelled)?;
-        let r = releaser.recode(&b).map_err(|e| engine_error(f, e, false))?;
+        pass_two.push(&b).map_err(|e| engine_error(f, e, false))?;
         reservation.shrink(b.get_array_memory_size().min(reservation.size()));
-        released.push(r.batch);
-        groups.extend(r.groups);
     }
     m.recode_time.add_duration(t.elapsed());
     let t = Instant::now();
-    let release = releaser
-        .release(released, &groups)
-        .and_then(|rows| rows.all())
+    let mut chunks = Vec::with_capacity(1);
+    pass_two
+        .drain(usize::MAX, |chunk| {
+            chunks.push(chunk);
+            Ok(true)
+        })
         .map_err(|e| engine_error(f, e, false))?;
-    releaser
+    pass_two
         .finish(&privacy, &result)
         .map_err(|e| engine_error(f, e, false))?;
+    let release = arrow::compute::concat_batches(&schema, &chunks)?;
     m.verify_time.add_duration(t.elapsed());
     let r = &result.report;
     m.rows_suppressed.add(r.suppressed_rows);

@@ -43,10 +43,13 @@ impl AnonymizeTable {
     /// or has a type kanon cannot read.
     pub fn try_new(input: LogicalPlan, job: Arc<Job>) -> Result<Self> {
         let in_schema = input.schema().as_arrow().clone();
-        kanon_engine::columns::check(job.spec(), &in_schema, "the input table")
-            .map_err(|e| engine_error(ANONYMIZE, e, true))?;
-        Encoder::try_new(job.spec(), job.hierarchies(), &in_schema)
-            .map_err(|e| engine_error(ANONYMIZE, e, true))?;
+        kanon_engine::release::Session::new(
+            job.spec(),
+            job.hierarchies(),
+            &in_schema,
+            "the input table",
+        )
+        .map_err(|e| engine_error(ANONYMIZE, e, true))?;
         let schema = release_schema(job.spec(), &in_schema);
         Ok(AnonymizeTable { input, job, schema })
     }

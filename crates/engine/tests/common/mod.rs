@@ -19,7 +19,8 @@ pub use kanon_benches::{
 
 /// A release made as every front end makes it ([`kanon_engine::release`]):
 /// `input` encoded, anonymised, recoded in two batches (exercising the row
-/// offsets), put in release order in buckets of at most `bucket_rows` rows,
+/// offsets), kept in memory in buckets of at most `bucket_rows` rows, put in
+/// release order,
 /// verified by its labels and accounted for. Returns the release and the
 /// number of suppressed rows.
 pub fn release(
@@ -28,62 +29,47 @@ pub fn release(
     input: &RecordBatch,
     bucket_rows: u64,
 ) -> kanon_engine::Result<(RecordBatch, usize)> {
-    use kanon_engine::release::{prepare, Prepared, Releaser};
-    let table = encode(spec, hierarchies, std::slice::from_ref(input));
+    use kanon_engine::release::{MemoryBuckets, Prepared, Release, Releaser, Session};
     let privacy = kanon_engine::privacy::Privacy::from_spec(spec)?;
-    // The people of an entity job, counted as the front ends count them.
-    let entities = match spec.entity_column() {
-        Some(_) => {
-            let mut check = kanon_engine::identities::IdentityCheck::new(spec);
-            check.push(input)?;
-            check.finish()?.entities
-        }
-        None => None,
-    };
+    let mut session = Session::new(spec, hierarchies, &input.schema(), "the test input")?;
+    let half = input.num_rows() / 2;
+    let parts = [
+        input.slice(0, half),
+        input.slice(half, input.num_rows() - half),
+    ];
+    for part in &parts {
+        session.push(part)?;
+    }
+    let encoded = session.encode()?;
+    // One test key for every pseudonymised column.
+    let keys = kanon_engine::recode::Pseudonymiser::from_lookup(spec, |_| {
+        Some("engine-tests-key-0123456789abcdef".into())
+    })?;
     let Prepared {
         anonymization,
         recoder,
-    } = prepare(
-        spec,
-        &table,
-        entities,
+    } = encoded.anonymise(
         &privacy,
-        kanon_engine::cancel::Cancellation::never(),
-        kanon_engine::progress::Silent::sink(),
-        kanon_engine::algorithms::partitioned::LocalBlocks::get(),
-        // One test key for every pseudonymised column.
-        kanon_engine::recode::Pseudonymiser::from_lookup(spec, |_| {
-            Some("engine-tests-key-0123456789abcdef".into())
-        })?,
+        kanon_engine::release::SessionOptions {
+            cancel: kanon_engine::cancel::Cancellation::never(),
+            progress: kanon_engine::progress::Silent::sink(),
+            blocks: kanon_engine::algorithms::partitioned::LocalBlocks::get(),
+            pseudonymiser: &keys,
+        },
     )?;
-    let mut releaser = Releaser::new(spec, recoder, &input.schema(), bucket_rows)?;
-    let half = input.num_rows() / 2;
-    let mut rows: Vec<(RecordBatch, Vec<u32>)> = Vec::new();
-    for part in [
-        input.slice(0, half),
-        input.slice(half, input.num_rows() - half),
-    ] {
-        let r = releaser.recode(&part)?;
-        rows.push((r.batch, r.groups));
+    let releaser = Releaser::new(spec, recoder, &input.schema(), bucket_rows)?;
+    let schema = releaser.schema().clone();
+    let store = MemoryBuckets::new(&releaser);
+    let mut release = Release::new(releaser, store);
+    for part in &parts {
+        release.push(part)?;
     }
     let mut out = Vec::new();
-    for bucket in 0..releaser.n_buckets() {
-        let mut batches = Vec::new();
-        let mut groups = Vec::new();
-        for (batch, g) in &rows {
-            let keep: Vec<u32> = (0..g.len() as u32)
-                .filter(|&i| releaser.bucket_of(g[i as usize]) == bucket)
-                .collect();
-            batches.push(arrow::compute::take_record_batch(
-                batch,
-                &arrow::array::UInt32Array::from(keep.clone()),
-            )?);
-            groups.extend(keep.iter().map(|&i| g[i as usize]));
-        }
-        out.push(releaser.release(batches, &groups)?.all()?);
-    }
-    let schema = releaser.schema().clone();
-    releaser.finish(&privacy, &anonymization)?;
+    release.drain(usize::MAX, |chunk| {
+        out.push(chunk);
+        Ok(true)
+    })?;
+    release.finish(&privacy, &anonymization)?;
     Ok((
         arrow::compute::concat_batches(&schema, &out)?,
         anonymization.report.suppressed_rows,

@@ -27,6 +27,7 @@
 //! total and per input row, and `--metrics-json` records them under
 //! `memory`.
 
+mod buckets;
 mod buffer;
 mod report;
 
@@ -37,10 +38,10 @@ use anyhow::{Context, Result};
 use arrow::array::RecordBatch;
 use clap::Args;
 use kanon_engine::algorithms::partitioned::{BlockExecutor, LocalBlocks};
-use kanon_engine::encode::{Encoder, QiTable};
+use kanon_engine::encode::QiTable;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::recode::Pseudonymiser;
-use kanon_engine::release::{Prepared, Recoded, Releaser};
+use kanon_engine::release::{Encoded, Prepared, Release, Releaser, Session, SessionOptions};
 use kanon_engine::verify::Verified;
 use kanon_engine::{Anonymization, Error};
 
@@ -57,11 +58,9 @@ use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use crate::publish::{Published, Publisher, Target};
 use crate::release::{parse_size, ReleaseOptions};
 use crate::report::{InputTally, Sources};
-use crate::spill::Spill;
 use crate::storage::{Location, Storage};
 use crate::JobArgs;
-use buffer::{Buffer, Parts};
-use rayon::prelude::*;
+use buckets::ReleaseBuckets;
 
 /// Rows of a spilled bucket, sorted in memory at once (`output.buffer_rows`).
 const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
@@ -69,9 +68,6 @@ const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
 /// Bytes of released rows held in memory before pass 2 spills
 /// (`output.buffer_memory`).
 const DEFAULT_BUFFER_BYTES: u64 = 2 << 30;
-
-/// Recoded batches partitioned by bucket at once, on every core.
-const PARTITION_WINDOW: usize = 8;
 
 /// Rows per batch handed to the release writer, at most: a bucket's rows
 /// (about `buffer::SORT_ROWS`) go in batches of their own, and the buckets
@@ -168,7 +164,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     );
     let privacy = Privacy::from_spec(spec)?;
     privacy
-        .check_feasible(&first.qi)
+        .check_feasible(first.encoded.table())
         .map_err(|e| plan.unsatisfiable(e))?;
     let app_id = plan.delta.as_ref().and_then(|(d, _)| {
         crate::delta::app_id(
@@ -208,26 +204,27 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let PassOne {
         dataset,
         held,
-        qi,
+        encoded,
         rows_in,
         fingerprint,
         read_s,
         left_out,
         ..
     } = first;
+    let qi = encoded.table();
     let working_set_bytes = qi.heap_bytes() as u64;
     // The report's "before" figures: counts of the raw QI values, no value;
     // and the input's risk for the report and the metrics JSON.
-    let before = args.report.as_ref().map(|_| InputTally::of(&qi));
+    let before = args.report.as_ref().map(|_| InputTally::of(qi));
     let want_risk = args.report.is_some() || args.metrics_json.is_some();
     let before_risk = match want_risk {
-        true => Some(crate::report::input_risk(&plan.job, &plan.storage, &qi)?),
+        true => Some(crate::report::input_risk(&plan.job, &plan.storage, qi)?),
         false => None,
     };
     // Pass 2 needs the recoder only: free the encoded table and the
     // partition (a group per row, the cells of every group) before the
     // release verifier fills up.
-    drop(qi);
+    drop(encoded);
     drop(std::mem::take(&mut result.partition));
     phases.end("algorithm");
     let mut options = plan.options.clone();
@@ -674,11 +671,11 @@ struct PassOne {
     /// The input's batches, its QI and dropped columns left out, when they
     /// fit in `output.buffer_memory`: pass 2 then does not read it again.
     held: Option<Vec<RecordBatch>>,
-    qi: QiTable,
+    /// The encoded input and who it names (the identifiers salt this
+    /// release's pseudonyms).
+    encoded: Encoded,
     rows_in: u64,
     fingerprint: Option<String>,
-    /// The input's identifiers, which salt this release's pseudonyms.
-    identities: kanon_engine::identities::Identities,
     /// Rows of people a table's readable versions already publish, left
     /// out of this `append` release (`output.history`), and those people.
     left_out: (u64, usize),
@@ -716,26 +713,19 @@ impl PassOne {
             Input::Memory(t) => Dataset::in_memory(t)?,
         };
         let fits = |r: Result<(), Error>| r.with_context(|| plan.misfit());
-        fits(kanon_engine::columns::check(
-            spec,
-            &dataset.schema,
-            &format!("input {input}"),
-        ))?;
-        let mut encoder = None;
-        fits(
-            Encoder::try_new(spec, &plan.job.hierarchies, &dataset.schema)
-                .map(|e| encoder = Some(e)),
-        )?;
-        let mut encoder = encoder.expect("encoder");
-        let unread = kanon_engine::recode::unread_columns(spec, &dataset.schema);
         // Pass 1 also counts the identifying and pseudonymised columns:
         // repeated values may be one person's rows (kanon_engine::identities).
-        let mut identities = kanon_engine::identities::IdentityCheck::new(spec);
+        let mut session = Session::new(
+            spec,
+            &plan.job.hierarchies,
+            &dataset.schema,
+            &format!("input {input}"),
+        )
+        .with_context(|| plan.misfit())?;
+        let unread = kanon_engine::recode::unread_columns(spec, &dataset.schema);
         let mut memory = {
-            let mut work = spec.encoded_columns();
-            let coded = dataset.projection(&work);
-            work.extend(identities.columns().map(String::from));
-            let work = dataset.projection(&work);
+            let coded = dataset.projection(&spec.encoded_columns());
+            let work = dataset.projection(&session.columns());
             let kept: Vec<usize> = (0..dataset.schema.fields().len())
                 .filter(|i| !unread.contains(i))
                 .collect();
@@ -774,11 +764,7 @@ impl PassOne {
         });
         let projection = match held {
             Some(_) => None,
-            None => {
-                let mut columns = spec.encoded_columns();
-                columns.extend(identities.columns().map(String::from));
-                Some(dataset.projection(&columns))
-            }
+            None => Some(dataset.projection(&session.columns())),
         };
         let bar = ui.bar("pass 1/2", dataset.rows);
         let mut left_rows = 0u64;
@@ -798,8 +784,7 @@ impl PassOne {
                         }
                         None => batch,
                     };
-                    fits(encoder.push(&batch))?;
-                    fits(identities.push(&batch))?;
+                    fits(session.push(&batch))?;
                     if let Some(h) = &mut held {
                         let kept = kanon_engine::recode::unread_placeholder(&batch, &unread)?;
                         h.bytes += kept.get_array_memory_size() as u64;
@@ -846,15 +831,12 @@ impl PassOne {
             ))
             .into());
         }
-        let mut counted = None;
-        fits(identities.finish().map(|i| counted = Some(i)))?;
-        let identities = counted.unwrap_or_default();
-        let qi = encoder.finish().with_context(|| plan.misfit())?;
-        warn_variants(&qi);
+        let encoded = session.encode().with_context(|| plan.misfit())?;
+        warn_variants(encoded.table());
         memory.recheck(
             spec,
             rows_in,
-            qi.heap_bytes() as u64,
+            encoded.table().heap_bytes() as u64,
             &format!("job {} on input {input}", plan.job.path.display()),
         )?;
         let read_s = t.elapsed().as_secs_f64();
@@ -867,10 +849,9 @@ impl PassOne {
         Ok(PassOne {
             dataset,
             held: held.map(|h| h.batches),
-            qi,
+            encoded,
             rows_in,
             fingerprint,
-            identities,
             left_out: (left_rows, left_people.len()),
             read_s,
             memory,
@@ -897,15 +878,14 @@ fn anonymise(
     let spec = &plan.job.spec;
     let what = format!("{} on {} rows", spec.algorithm.name, first.rows_in);
     let spinner = ui.spinner("algorithm", what.clone());
-    let prepared = kanon_engine::release::prepare(
-        spec,
-        &first.qi,
-        first.identities.entities.clone(),
+    let prepared = first.encoded.anonymise(
         privacy,
-        &crate::ops::cancellation(),
-        &SpinnerProgress::new(spinner.clone(), what),
-        workers.unwrap_or(LocalBlocks::get()),
-        plan.pseudonymiser.for_release(spec, &first.identities),
+        SessionOptions {
+            cancel: &crate::ops::cancellation(),
+            progress: &SpinnerProgress::new(spinner.clone(), what),
+            blocks: workers.unwrap_or(LocalBlocks::get()),
+            pseudonymiser: &plan.pseudonymiser,
+        },
     );
     spinner.finish_and_clear();
     if let Err(Error::Cancelled(why)) = &prepared {
@@ -977,61 +957,10 @@ fn pass_two<'p>(
     let out_schema = releaser.schema().clone();
     dataset.check_unchanged(&plan.storage)?;
     barrier("between-passes")?;
-    let mut writer = Publisher::create(&plan.storage, plan.target(), out_schema.clone(), options)?;
-    let sort_rows = releaser.bucket_rows();
-    // The spilled bucket of every bucket: none until the release outgrows
-    // the buffer (then as many rows as the buffer holds at the bytes per
-    // row seen so far, `output.buffer_rows` at most), so a spilled bucket
-    // read back fits in the buffer. Which buckets share a spill file never
-    // changes the bytes written.
-    let mut spill_bucket: Vec<usize> = vec![0; sort_rows.len()];
-    let mut held = Buffer::new(&out_schema, sort_rows.len());
-    let mut spill: Option<Spill> = None;
+    let mut writer = Publisher::create(&plan.storage, plan.target(), out_schema, options)?;
+    let store = ReleaseBuckets::new(&releaser, budget, buffer_rows);
+    let mut release = Release::new(releaser, store);
     let bar = ui.bar("pass 2/2", Some(rows_in));
-    let bucket_of = releaser.bucket_of_groups();
-    // Batches are recoded in order, then partitioned by bucket a window at
-    // a time on every core, then buffered or spilled in order.
-    let mut window: Vec<(RecordBatch, Vec<u32>)> = Vec::with_capacity(PARTITION_WINDOW);
-    let mut flush = |window: &mut Vec<(RecordBatch, Vec<u32>)>| -> Result<()> {
-        if spill.is_none() {
-            let parts = window
-                .par_iter()
-                .map(|(rows, g)| Parts::of(rows, g, |g| bucket_of[g as usize]))
-                .collect::<Result<Vec<_>>>()?;
-            for p in parts {
-                held.add(p)?;
-            }
-            let per_row = held.bytes() / held.rows().max(1);
-            let fit = (budget / per_row.max(1)).min(buffer_rows).max(1);
-            let n_spilled = match held.bytes() > budget {
-                true => {
-                    spill_bucket = spill_buckets(&sort_rows, fit);
-                    spill_bucket.last().map_or(0, |&b| b + 1)
-                }
-                false => 1,
-            };
-            if n_spilled > 1 {
-                tracing::info!(
-                    held_bytes = held.bytes(),
-                    held_rows = held.rows(),
-                    buffer_memory = budget,
-                    buckets = n_spilled,
-                    "the release outgrows output.buffer_memory: spilling it in buckets"
-                );
-                let mut s = Spill::create(&out_schema, n_spilled)?;
-                for (b, rows, g) in held.drain() {
-                    s.push(&rows, &g, |_| spill_bucket[b])?;
-                }
-                spill = Some(s);
-            }
-        } else if let Some(spill) = &mut spill {
-            for (rows, g) in window.iter() {
-                spill.push(rows, g, |g| spill_bucket[bucket_of[g as usize]])?;
-            }
-        }
-        window.clear();
-        Ok(())
-    };
     let from_pass_one = held_input.is_some();
     let mut recode_all = |batches: &mut dyn Iterator<Item = Result<RecordBatch>>| -> Result<()> {
         for batch in batches {
@@ -1043,20 +972,13 @@ fn pass_two<'p>(
                 Some(l) => l.apply(batch)?.0,
                 None => batch,
             };
-            let n = batch.num_rows();
-            if releaser.rows_recoded() + n > releaser.rows_expected() {
-                return Err(changed(&plan.input, rows_in, releaser.rows_recoded() + n));
+            let recoded = release.releaser().rows_recoded() + batch.num_rows();
+            if recoded > release.releaser().rows_expected() {
+                return Err(changed(&plan.input, rows_in, recoded));
             }
-            let Recoded {
-                batch: released,
-                groups,
-            } = releaser.recode(&batch)?;
-            window.push((released, groups));
-            if window.len() == PARTITION_WINDOW {
-                flush(&mut window)?;
-            }
+            release.push(&batch)?;
         }
-        flush(&mut window)
+        Ok(())
     };
     match held_input {
         Some(batches) => recode_all(&mut batches.into_iter().map(Ok))?,
@@ -1066,13 +988,18 @@ fn pass_two<'p>(
                 .0?
         }
     }
-    if releaser.rows_recoded() as u64 != rows_in {
-        return Err(changed(&plan.input, rows_in, releaser.rows_recoded()));
+    if release.releaser().rows_recoded() as u64 != rows_in {
+        return Err(changed(
+            &plan.input,
+            rows_in,
+            release.releaser().rows_recoded(),
+        ));
     }
     // The writer sees each bucket's rows in batches of their own: the
     // buckets, and so the file's pages and bytes, are the same whether the
-    // release was held in memory or spilled. Ordering and gathering the next rows overlaps encoding the last ones:
-    // a thread writes while this one produces.
+    // release was held in memory or spilled. Ordering and gathering the
+    // next rows overlaps encoding the last ones: a thread writes while this
+    // one produces.
     std::thread::scope(|scope| -> Result<()> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
         let writer = &mut writer;
@@ -1082,34 +1009,11 @@ fn pass_two<'p>(
             }
             Ok(())
         });
-        let produced = (|| -> Result<()> {
-            let mut next_spilled = 0;
-            for (b, &spilled_in) in spill_bucket.iter().enumerate() {
-                check_interrupt()?;
-                if let Some(spill) = &mut spill {
-                    // A spilled bucket is read back whole and partitioned again.
-                    if spilled_in == next_spilled {
-                        let (batches, groups) = spill.take(next_spilled)?;
-                        let mut at = 0;
-                        for rows in batches {
-                            let g = &groups[at..at + rows.num_rows()];
-                            at += rows.num_rows();
-                            held.push(&rows, g, |g| bucket_of[g as usize])?;
-                        }
-                        next_spilled += 1;
-                    }
-                }
-                let (batches, groups) = held.take(b)?;
-                let mut rows = releaser.release(batches, &groups)?;
-                drop(groups);
-                while let Some(chunk) = rows.next_chunk(WRITE_ROWS)? {
-                    if tx.send(chunk).is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-            Ok(())
-        })();
+        let produced = release.drain(WRITE_ROWS, |chunk| {
+            check_interrupt()?;
+            // A closed channel: the writer failed, and says why.
+            Ok(tx.send(chunk).is_ok())
+        });
         drop(tx);
         let written = writing.join().unwrap_or_else(|_| {
             Err(anyhow::anyhow!(
@@ -1118,40 +1022,21 @@ fn pass_two<'p>(
         });
         written.and(produced)
     })?;
-    drop(spill);
     bar.finish_and_clear();
     // The report and the metrics read the labels the verifier encoded.
     // The file's footer is written while the labels are checked; the
     // release is committed only after both.
     writer.set_people(
-        releaser
+        release
+            .releaser()
             .take_ledger()
             .context("the release's people could not be recorded; nothing was written")?,
     );
-    let (checked, closed) = rayon::join(
-        || releaser.finish_with_labels(privacy, result),
-        || writer.close(),
-    );
+    let (checked, closed) = rayon::join(|| release.finish(privacy, result), || writer.close());
     let (release_check, labels) =
         checked.context("the recoded release failed verification; nothing was written")?;
     closed?;
     Ok((writer, release_check, report.then_some(labels)))
-}
-
-/// The spilled bucket of every bucket sorted at once: consecutive buckets
-/// of at most `max_rows` rows together (a larger bucket alone).
-fn spill_buckets(sort_rows: &[u64], max_rows: u64) -> Vec<usize> {
-    let mut out = Vec::with_capacity(sort_rows.len());
-    let (mut bucket, mut rows) = (0usize, 0u64);
-    for &n in sort_rows {
-        if rows > 0 && rows + n > max_rows.max(1) {
-            bucket += 1;
-            rows = 0;
-        }
-        rows += n;
-        out.push(bucket);
-    }
-    out
 }
 
 fn changed(input: &Input, pass1: u64, pass2: usize) -> anyhow::Error {

@@ -242,7 +242,7 @@ pub(super) fn dry_run(ui: &Ui, plan: &Plan, first: &PassOne, privacy: &Privacy) 
             "  job           {} ({}), {} quasi-identifiers checked against their hierarchies",
             spec.algorithm.name,
             privacy.describe(),
-            first.qi.n_qi()
+            first.encoded.table().n_qi()
         );
         let m = &first.memory;
         outln!("  memory        {}", m.estimate.describe());

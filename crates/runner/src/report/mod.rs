@@ -23,9 +23,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use arrow::datatypes::Schema;
 use clap::Args;
-use kanon_engine::encode::{Encoder, QiTable};
+use kanon_engine::encode::QiTable;
 use kanon_engine::metrics::risk::{encode_labels, risk_profile, RiskProfile};
 use kanon_engine::privacy::Privacy;
+use kanon_engine::release::Session;
 use kanon_engine::spec::InputSpec;
 use kanon_engine::verify::{verify_labels, ReleaseVerifier};
 use kanon_engine::Error;
@@ -254,14 +255,18 @@ fn read_input(
 ) -> Result<(InputTally, RiskProfile, Option<String>)> {
     let spec = &job.spec;
     let dataset = Dataset::open(storage, input, &spec.input_spec())?;
-    let mut encoder = Encoder::try_new(spec, &job.hierarchies, &dataset.schema)?;
-    let columns = spec.encoded_columns();
+    let mut session = Session::new(
+        spec,
+        &job.hierarchies,
+        &dataset.schema,
+        &format!("input {input}"),
+    )?;
     let bar = ui.bar("report: input", dataset.rows);
-    let mut scan = dataset.scan(storage, Some(dataset.projection(&columns)), true);
+    let mut scan = dataset.scan(storage, Some(dataset.projection(&session.columns())), true);
     for batch in scan.by_ref() {
         check_interrupt()?;
         let batch = batch?;
-        encoder.push(&batch)?;
+        session.push(&batch)?;
         bar.inc(batch.num_rows() as u64);
     }
     bar.finish_and_clear();
@@ -271,9 +276,9 @@ fn read_input(
         dataset.fingerprint(scan.csv_hash()),
     );
     drop(scan);
-    let table = encoder.finish()?;
-    let risk = input_risk(job, storage, &table)?;
-    Ok((InputTally::of(&table), risk, fingerprint))
+    let encoded = session.encode()?;
+    let risk = input_risk(job, storage, encoded.table())?;
+    Ok((InputTally::of(encoded.table()), risk, fingerprint))
 }
 
 /// The risk profile of the encoded input (its raw QI values), with the

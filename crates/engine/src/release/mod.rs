@@ -1,24 +1,35 @@
-//! The one path from an encoded table to a verified release, shared by every
-//! front end (`kanon anonymize`, the DataFusion plan node of
-//! `anonymize()`):
+//! The one path from an input to a verified release, shared by every front
+//! end (`kanon anonymize`, the DataFusion plan node of `anonymize()`,
+//! `kanon report`, the engine's tests and benchmarks), driven through one
+//! [`Session`]:
 //!
 //! ```text
-//! QiTable --prepare--> Prepared { anonymization (partition verified), recoder }
-//! input batches --Releaser::recode--> released rows and their groups
-//! a bucket of classes --Releaser::release--> its rows in release order,
-//!                                            verified again by their labels
-//! Releaser::finish --> every input row published or counted as suppressed
+//! Session::new       the input's columns against the job's column policy
+//! Session::push      pass one, batch by batch: QI and sensitive codes,
+//!                    identifying columns counted (crate::identities)
+//! Session::encode    -> Encoded: the encoded table and who the input names
+//! Encoded::anonymise -> Prepared: feasibility, the algorithm, the partition
+//!                    verified, the recoder (pseudonyms keyed per release)
+//! Releaser::new      the release's schema, order and buckets
+//! Release::push      pass two, batch by batch: recoded, kept by bucket in
+//!                    a BucketStore (memory, or the runner's spill files)
+//! Release::drain     bucket by bucket in release order, each row checked
+//!                    by its labels as it leaves
+//! Release::finish    the whole release verified, every input row
+//!                    published or counted as suppressed
 //! ```
 //!
 //! The release is checked twice, fail closed: the partition against the
 //! privacy models ([`crate::pipeline`]), then the rows as published, by
 //! their labels ([`ReleaseVerifier`]), which must agree with the partition
 //! row for row. Rows leave in release order ([`crate::order`]), never in
-//! input order. A front end keeps only its own I/O: where input batches
-//! come from, where buckets of rows wait (memory, or spill files when the
-//! release is larger than a buffer) and where the release goes and how it
-//! is committed. Nothing may be committed before [`Releaser::finish`]
-//! returned.
+//! input order. A front end keeps only what is its own: where input
+//! batches come from (files, an execution plan), how it shows progress and
+//! stops ([`SessionOptions`]), where buckets of rows wait (a
+//! [`BucketStore`]) and where the release goes and how it is committed.
+//! Nothing may be committed before [`Release::finish`] returned.
+
+mod session;
 
 use std::sync::Arc;
 
@@ -38,6 +49,8 @@ use crate::progress::Progress;
 use crate::recode::{Pseudonymiser, Recoder};
 use crate::spec::JobSpec;
 use crate::verify::{ReleaseVerifier, Verified};
+
+pub use session::{BucketStore, Encoded, MemoryBuckets, Release, Session, SessionOptions};
 
 /// An anonymised table: the verified partition and what recodes the input.
 #[derive(Debug)]
@@ -60,7 +73,7 @@ pub struct Prepared {
 /// As [`crate::pipeline::anonymize`]; [`Error::Spec`] when the job names
 /// an entity column and `entities` is `None`.
 #[allow(clippy::too_many_arguments)]
-pub fn prepare(
+pub(crate) fn prepare(
     spec: &JobSpec,
     table: &QiTable,
     entities: Option<Arc<Entities>>,
