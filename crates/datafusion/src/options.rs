@@ -43,6 +43,7 @@ use std::sync::Arc;
 
 use datafusion::common::{plan_datafusion_err, DataFusionError, Result};
 use kanon_engine::hierarchy::Hierarchy;
+use kanon_engine::job::overrides::{Override, OverrideError};
 use kanon_engine::job::{HierarchyText, Job as EngineJob, JobError};
 use kanon_engine::recode::Pseudonymiser;
 use kanon_engine::spec::JobSpec;
@@ -343,17 +344,36 @@ fn resolve(path: &str, config: Option<&Path>) -> PathBuf {
     direct
 }
 
-/// Merges `over` into `base`: tables merge key by key, anything else is
-/// replaced.
-fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
-            (_, v) => {
-                base.insert(k, v);
+/// An option's value as the TOML value of a job file.
+fn toml_of(v: &Value, key: &str, function: &str) -> Result<toml::Value> {
+    toml::Value::try_from(v).map_err(|e| {
+        plan_datafusion_err!("{function}(): option `{key}` has no value a job file can hold: {e}")
+    })
+}
+
+/// The overrides of an option: one per value under `path`, a table's
+/// values each by their own key (so that `algorithm = {{ max_depth = 8 }}`
+/// sets that key of the job file's `[algorithm]`, not the whole section).
+fn flatten(out: &mut Vec<Override>, path: Vec<String>, value: Value, function: &str) -> Result<()> {
+    match value {
+        // An empty table sets nothing.
+        Value::Object(m) => {
+            for (k, v) in m {
+                let mut p = path.clone();
+                p.push(k);
+                flatten(out, p, v, function)?;
             }
         }
+        v => {
+            let key = path.join(".");
+            out.push(Override {
+                value: toml_of(&v, &key, function)?,
+                source: format!("option `{key}`"),
+                path,
+            });
+        }
     }
+    Ok(())
 }
 
 fn names(v: &Value, key: &str, function: &str) -> Result<Vec<String>> {
@@ -397,7 +417,7 @@ pub fn settings_from(
             ))
         }
     };
-    let mut base = Map::new();
+    let mut base = toml::Table::new();
     let config_path = config
         .as_deref()
         .map(|c| files.check(&resolve(c, None), "config", function))
@@ -410,21 +430,14 @@ pub fn settings_from(
                 std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()
             )
         })?;
-        let v: toml::Value = toml::from_str(&text).map_err(|e| {
+        base = toml::from_str(&text).map_err(|e| {
             plan_datafusion_err!(
                 "{function}(): job file {} is not valid TOML: {}",
                 path.display(),
                 e.message()
             )
         })?;
-        if let Ok(Value::Object(m)) = serde_json::to_value(v) {
-            base = m;
-        }
     }
-    // The job file alone, the baseline of the no-weakening rule.
-    let file_spec = config
-        .as_ref()
-        .map(|_| serde_json::from_value::<JobSpec>(Value::Object(base.clone())));
     // A population table is read by the command line's reports, never by
     // a SQL call: naming one here would be silently ignored.
     if options
@@ -445,24 +458,10 @@ pub fn settings_from(
             ))
         }
     };
-    let touches_privacy = [
-        "k",
-        "suppression_limit",
-        "privacy",
-        "attributes",
-        "columns",
-        "unlisted",
-        "qi",
-        "quasi_identifiers",
-        "sensitive",
-        "identifying",
-        "insensitive",
-        "pseudonymised",
-        "pseudonymized",
-    ]
-    .iter()
-    .any(|k| options.contains_key(*k));
-    let mut roles: Vec<(&str, Vec<String>)> = Vec::new();
+    // The options are overrides of the job file, as the command line's
+    // flags are (kanon_engine::job::overrides): the sections written out,
+    // then the shorthands, then the roles.
+    let mut roles: Vec<Override> = Vec::new();
     for (key, role) in [
         ("qi", "quasi-identifier"),
         ("quasi_identifiers", "quasi-identifier"),
@@ -473,22 +472,31 @@ pub fn settings_from(
         ("pseudonymized", "pseudonymised"),
     ] {
         if let Some(v) = options.remove(key) {
-            roles.push((role, names(&v, key, function)?));
+            for column in names(&v, key, function)? {
+                roles.push(Override::role(&column, role, format!("option `{key}`")));
+            }
         }
     }
-    let mut sections = Map::new();
-    let mut privacy = Map::new();
-    let mut algorithm = Map::new();
-    for key in ["k", "suppression_limit"] {
+    let mut shorthands: Vec<Override> = Vec::new();
+    for (key, to) in [
+        ("k", "privacy.k"),
+        ("suppression_limit", "privacy.suppression_limit"),
+    ] {
         if let Some(v) = options.remove(key) {
-            privacy.insert(key.to_string(), v);
+            shorthands.push(Override::new(
+                to,
+                toml_of(&v, key, function)?,
+                format!("option `{key}`"),
+            ));
         }
     }
     match options.remove("algorithm") {
-        Some(Value::String(name)) => {
-            algorithm.insert("name".into(), Value::String(name));
-        }
-        Some(Value::Object(m)) => merge(&mut algorithm, m),
+        Some(Value::String(name)) => shorthands.push(Override::new(
+            "algorithm.name",
+            toml::Value::String(name),
+            "option `algorithm`",
+        )),
+        Some(Value::Object(m)) => flatten(&mut shorthands, vec!["algorithm".into()], Value::Object(m), function)?,
         Some(_) => {
             return Err(plan_datafusion_err!(
                 "{function}(): option `algorithm` takes an algorithm name, e.g. algorithm = \"mondrian\""
@@ -497,75 +505,47 @@ pub fn settings_from(
         None => {}
     }
     if let Some(v) = options.remove("seed") {
-        algorithm.insert("seed".into(), v);
+        shorthands.push(Override::new(
+            "algorithm.seed",
+            toml_of(&v, "seed", function)?,
+            "option `seed`",
+        ));
     }
     if let Some(v) = options.remove("unlisted") {
-        sections.insert("columns".into(), serde_json::json!({ "unlisted": v }));
+        shorthands.push(Override::new(
+            "columns.unlisted",
+            toml_of(&v, "unlisted", function)?,
+            "option `unlisted`",
+        ));
     }
-    if !privacy.is_empty() {
-        sections.insert("privacy".into(), Value::Object(privacy));
+    let mut overrides: Vec<Override> = Vec::new();
+    for (key, value) in options {
+        flatten(&mut overrides, vec![key], value, function)?;
     }
-    if !algorithm.is_empty() {
-        sections.insert("algorithm".into(), Value::Object(algorithm));
-    }
-    merge(&mut base, options);
-    merge(&mut base, sections);
+    overrides.extend(shorthands);
+    overrides.extend(roles);
+    let mut doc = base.clone();
+    kanon_engine::job::overrides::apply(&mut doc, &overrides)
+        .map_err(|e| plan_datafusion_err!("{function}(): {e}"))?;
     // `seed = 7` or `algorithm.x = ...` alone keep the default algorithm.
-    if let Some(Value::Object(a)) = base.get_mut("algorithm") {
+    if let Some(toml::Value::Table(a)) = doc.get_mut("algorithm") {
         a.entry("name")
-            .or_insert_with(|| Value::String(JobSpec::default().algorithm.name));
+            .or_insert_with(|| toml::Value::String(JobSpec::default().algorithm.name));
     }
     // The SQL table is the input and the query decides where output goes.
-    base.remove("input");
-    base.remove("output");
-    if !roles.is_empty() {
-        let attrs = base
-            .entry("attributes")
-            .or_insert_with(|| Value::Array(Vec::new()));
-        let Value::Array(attrs) = attrs else {
-            return Err(plan_datafusion_err!(
-                "{function}(): `attributes` must be a list of tables"
-            ));
-        };
-        for (role, cols) in roles {
-            for col in cols {
-                let found = attrs
-                    .iter_mut()
-                    .find(|a| a.get("name").and_then(Value::as_str) == Some(col.as_str()));
-                match found {
-                    Some(Value::Object(a)) => {
-                        a.insert("role".into(), Value::String(role.into()));
-                    }
-                    _ => attrs.push(serde_json::json!({ "name": col, "role": role })),
-                }
-            }
-        }
-    }
-    let has_model = base
-        .get("privacy")
-        .and_then(Value::as_object)
-        .is_some_and(|p| p.contains_key("k") || p.contains_key("requirements"));
-    let spec: JobSpec = serde_json::from_value(Value::Object(base)).map_err(|e| {
-        plan_datafusion_err!(
-            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive, pseudonymised, unlisted, weaken_privacy"
-        )
-    })?;
-    JobSpec::require_privacy(has_model).map_err(|e| {
-        plan_datafusion_err!(
+    doc.remove("input");
+    doc.remove("output");
+    let spec = kanon_engine::job::overrides::spec_of(doc).map_err(|e| match e {
+        OverrideError::NoModel(e) => plan_datafusion_err!(
             "{function}(): {e} (in SQL: the option `k = ...`, or a `config` job file with `[privacy]`)"
-        )
+        ),
+        e => plan_datafusion_err!(
+            "{function}(): bad option: {e}; options are the settings of a job file (privacy, algorithm, attributes) or the shorthands config, k, suppression_limit, algorithm, seed, qi, sensitive, identifying, insensitive, pseudonymised, unlisted, weaken_privacy"
+        ),
     })?;
-    if !weaken {
-        let weaker = match &file_spec {
-            None => Vec::new(),
-            Some(Ok(file)) => file.weakenings(&spec),
-            // No baseline to compare against: no override of the privacy
-            // model is trusted.
-            Some(Err(_)) if touches_privacy => {
-                vec!["the job file alone is not a complete job, so its privacy settings cannot be compared".to_string()]
-            }
-            Some(Err(_)) => Vec::new(),
-        };
+    // The job file alone is the baseline of the no-weakening rule.
+    if !weaken && config.is_some() {
+        let weaker = kanon_engine::job::overrides::weakenings(&base, &spec, &overrides);
         if !weaker.is_empty() {
             return Err(plan_datafusion_err!(
                 "{function}(): the options would weaken the privacy of job file {}: {}; fix the job file, drop the option, or add `weaken_privacy = true` to do this on purpose",

@@ -10,7 +10,10 @@
 //! Values are read as TOML (`5`, `0.02`, `true`, `[5, 10]`), else as a
 //! string. The overrides are applied to the TOML document before it is
 //! checked, so an unknown key or a bad value is reported like one written in
-//! the file, with where it came from.
+//! the file, with where it came from; `attributes.NAME.KEY` sets a key of
+//! the attribute named NAME. Applying them, reading the document as a job
+//! and the no-weakening rule are the engine's
+//! ([`kanon_engine::job::overrides`]), shared with SQL's options.
 //!
 //! Relative paths in a job file (input, output, hierarchy files) are
 //! resolved against the current directory when they exist there, else
@@ -22,6 +25,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use kanon_engine::hierarchy::Hierarchy;
+use kanon_engine::job::overrides::OverrideError;
 use kanon_engine::job::{HierarchyText, JobError};
 use kanon_engine::spec::JobSpec;
 use rustc_hash::FxHashMap;
@@ -51,16 +55,9 @@ pub struct Job {
     pub hierarchies: FxHashMap<String, Arc<Hierarchy>>,
 }
 
-/// One override: a dotted key, its value, and where it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Override {
-    /// `section.key`.
-    pub key: String,
-    /// The value as written.
-    pub value: String,
-    /// `KANON_PRIVACY_K`, `--set`, `--k`, ...
-    pub source: String,
-}
+/// One override of the job document, with where it came from: the
+/// engine's, shared with SQL's options ([`kanon_engine::job::overrides`]).
+pub use kanon_engine::job::overrides::Override;
 
 /// The environment variable holding the certificate signing key's secret
 /// seed ([`crate::signing`]).
@@ -103,11 +100,7 @@ pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> (Vec<Overr
         match setting {
             // `KANON_OUTPUT_...` is an override; `KANON_OUTPUT` alone is
             // kanon-job's.
-            Some(key) => out.push(Override {
-                key,
-                value: v,
-                source: k,
-            }),
+            Some(key) => out.push(Override::parse(&key, &v, k)),
             None if OTHER_ENV_VARS.contains(&k.as_str()) || rest.starts_with("TEST_") => {}
             None => unknown.push(k),
         }
@@ -165,46 +158,17 @@ pub fn parse_set(s: &str) -> Result<Override> {
         ))
         .into());
     }
-    Ok(Override {
-        key: k.to_string(),
-        value: v.to_string(),
-        source: "--set".into(),
-    })
+    Ok(Override::parse(k, v, "--set"))
 }
 
-/// A value as TOML when it parses as one (numbers, booleans, arrays), else
-/// as a string.
-fn toml_value(v: &str) -> toml::Value {
-    let parsed: Result<toml::Table, _> = format!("v = {v}").parse::<toml::Table>();
-    match parsed.ok().and_then(|mut t| t.remove("v")) {
-        Some(toml::Value::Datetime(_)) | None => toml::Value::String(v.to_string()),
-        Some(x) => x,
-    }
-}
-
-/// Applies overrides to a parsed job document.
+/// Applies overrides to a parsed job document
+/// ([`kanon_engine::job::overrides::apply`]).
 ///
 /// # Errors
 /// A bad-input failure when a key runs into a value that is not a table.
 pub fn apply_overrides(doc: &mut toml::Table, overrides: &[Override]) -> Result<()> {
-    for o in overrides {
-        let mut parts: Vec<&str> = o.key.split('.').collect();
-        let last = parts.pop().expect("non-empty key");
-        let mut table = &mut *doc;
-        for p in parts {
-            let entry = table
-                .entry(p.to_string())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            table = entry.as_table_mut().ok_or_else(|| {
-                Failure::bad_input(format!(
-                    "{} sets `{}`, but `{p}` is not a section",
-                    o.source, o.key
-                ))
-            })?;
-        }
-        table.insert(last.to_string(), toml_value(&o.value));
-    }
-    Ok(())
+    kanon_engine::job::overrides::apply(doc, overrides)
+        .map_err(|e| Failure::bad_input(e.to_string()).into())
 }
 
 impl Job {
@@ -242,11 +206,7 @@ impl Job {
         for s in &args.set {
             overrides.push(parse_set(s)?);
         }
-        let flag = |key: &str, value: String, source: &str| Override {
-            key: key.into(),
-            value,
-            source: source.into(),
-        };
+        let flag = |key: &str, value: String, source: &str| Override::parse(key, &value, source);
         if let Some(k) = args.k {
             overrides.push(flag("privacy.k", k.to_string(), "--k"));
         }
@@ -269,33 +229,24 @@ impl Job {
         apply_overrides(&mut doc, &overrides)?;
         for o in &overrides {
             let old =
-                lookup(&base, &o.key).map_or_else(|| "(unset)".to_string(), |v| v.to_string());
-            tracing::info!(setting = %o.key, source = %o.source, old = %old, new = %o.value, "job setting overridden");
+                lookup(&base, &o.key()).map_or_else(|| "(unset)".to_string(), |v| v.to_string());
+            tracing::info!(setting = %o.key(), source = %o.source, old = %old, new = %o.shown_value(), "job setting overridden");
         }
         let described: Vec<String> = overrides
             .iter()
-            .map(|o| format!("{} ({})", o.key, o.source))
+            .map(|o| format!("{} ({})", o.key(), o.source))
             .collect();
         let from = if described.is_empty() {
             String::new()
         } else {
             format!(" with overrides {}", described.join(", "))
         };
-        let has_model = doc
-            .get("privacy")
-            .and_then(|p| p.as_table())
-            .is_some_and(|p| p.contains_key("k") || p.contains_key("requirements"));
-        let spec: JobSpec = toml::Value::Table(doc)
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                Failure::bad_input(format!(
-                    "job file {}{from} is not a valid kanon job: {}",
-                    path.display(),
-                    e.to_string().trim_end()
-                ))
-            })?;
-        JobSpec::require_privacy(has_model).map_err(|e| {
-            Failure::bad_input(format!("in job file {}{from}: {e}", path.display()))
+        let spec = kanon_engine::job::overrides::spec_of(doc).map_err(|e| match e {
+            OverrideError::Invalid(e) => Failure::bad_input(format!(
+                "job file {}{from} is not a valid kanon job: {e}",
+                path.display()
+            )),
+            e => Failure::bad_input(format!("in job file {}{from}: {e}", path.display())),
         })?;
         let unknown_env: Vec<String> = unknown_env
             .into_iter()
@@ -305,16 +256,7 @@ impl Job {
             return Err(unknown_env_error(&unknown_env).into());
         }
         if !args.weaken_privacy {
-            let weaker = match toml::Value::Table(base).try_into::<JobSpec>() {
-                Ok(file) => weakenings(&file, &spec),
-                // The file alone is not a complete job: no baseline to compare
-                // against, so no override of the privacy model is trusted.
-                Err(_) => overrides
-                    .iter()
-                    .filter(|o| o.key.starts_with("privacy.") || o.key.starts_with("columns."))
-                    .map(|o| format!("`{}` is set to {}", o.key, o.value))
-                    .collect(),
-            };
+            let weaker = kanon_engine::job::overrides::weakenings(&base, &spec, &overrides);
             if !weaker.is_empty() {
                 return Err(Failure::bad_input(format!(
                     "the overrides {} would weaken the privacy of job file {}: {}; fix the job file, drop the override, or pass --weaken-privacy to do this on purpose",
@@ -482,11 +424,6 @@ fn lookup<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
         value = value.as_table()?.get(p)?;
     }
     Some(value)
-}
-
-/// How `new` protects less than `file` ([`JobSpec::weakenings`]).
-pub fn weakenings(file: &JobSpec, new: &JobSpec) -> Vec<String> {
-    file.weakenings(new)
 }
 
 fn has_glob(s: &str) -> bool {

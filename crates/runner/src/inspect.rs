@@ -199,7 +199,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         let mut overrides: Vec<_> = crate::config::env_overrides(std::env::vars())
             .0
             .into_iter()
-            .filter(|o| o.key.starts_with("storage."))
+            .filter(|o| o.section() == "storage")
             .collect();
         overrides.extend(args.storage.overrides());
         let mut doc = toml::Table::new();

@@ -185,11 +185,7 @@ impl StorageArgs {
     pub fn overrides(&self) -> Vec<Override> {
         let mut out = Vec::new();
         let mut add = |key: &str, value: String, source: &str| {
-            out.push(Override {
-                key: format!("storage.{key}"),
-                value,
-                source: source.into(),
-            })
+            out.push(Override::parse(&format!("storage.{key}"), &value, source))
         };
         if let Some(e) = &self.s3_endpoint {
             add("endpoint", format!("{e:?}"), "--s3-endpoint");

@@ -114,11 +114,11 @@ fn storage_spec(args: &SqlArgs) -> Result<StorageSpec> {
     let mut overrides: Vec<_> = env_overrides(std::env::vars())
         .0
         .into_iter()
-        .filter(|o| o.key.starts_with("storage."))
+        .filter(|o| o.section() == "storage")
         .collect();
     for s in &args.set {
         let o = parse_set(s)?;
-        if !o.key.starts_with("storage.") {
+        if o.section() != "storage" {
             return Err(Failure::bad_input(format!(
                 "--set `{s}`: `kanon sql` takes only storage.* settings; the privacy settings go into anonymize()'s options"
             ))

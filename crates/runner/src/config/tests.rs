@@ -79,21 +79,21 @@ fn weakenings_name_every_weaker_setting() {
         "[privacy]\nk = 5\nl = 3\nsuppression_limit = 0.01\nrequirements = [{ shield = [\"age\"], k = 8 }]\n[[attributes]]\nname = \"age\"\nrole = \"qi\"\n[[attributes]]\nname = \"s\"\nrole = \"sensitive\"\n",
     )
     .unwrap();
-    assert!(weakenings(&file, &file).is_empty());
+    assert!(file.weakenings(&file).is_empty());
     let mut weaker = file.clone();
     weaker.privacy.k = 4;
     weaker.privacy.l = Some(2);
     weaker.privacy.suppression_limit = Some(0.1);
     weaker.privacy.requirements.clear();
     weaker.privacy.missing_sensitive = MissingSensitive::Value;
-    let w = weakenings(&file, &weaker);
+    let w = file.weakenings(&weaker);
     assert_eq!(w.len(), 5, "{w:?}");
     assert!(w.iter().any(|w| w.contains("missing_sensitive")), "{w:?}");
     let mut stronger = file.clone();
     stronger.privacy.k = 9;
     stronger.privacy.requirements.clear();
     assert!(
-        weakenings(&file, &stronger).is_empty(),
+        file.weakenings(&stronger).is_empty(),
         "k 9 covers the requirement of 8"
     );
     // A registered model the file names may be neither dropped nor changed.
@@ -107,9 +107,9 @@ fn weakenings_name_every_weaker_setting() {
         "entropy-l-diversity".into(),
         serde_json::json!({ "column": "s", "l": 2 }),
     );
-    assert_eq!(weakenings(&with_model, &changed).len(), 1);
-    assert_eq!(weakenings(&with_model, &file).len(), 1);
-    assert!(weakenings(&file, &with_model).is_empty());
+    assert_eq!(with_model.weakenings(&changed).len(), 1);
+    assert_eq!(with_model.weakenings(&file).len(), 1);
+    assert!(file.weakenings(&with_model).is_empty());
 }
 
 #[test]
@@ -178,6 +178,7 @@ fn bad_overrides_name_their_source() {
 
 #[test]
 fn values_are_toml_or_strings() {
+    let toml_value = |v: &str| Override::parse("a.b", v, "--set").value;
     assert_eq!(toml_value("5"), toml::Value::Integer(5));
     assert_eq!(toml_value("true"), toml::Value::Boolean(true));
     assert_eq!(
@@ -270,4 +271,47 @@ fn roles_and_privacy_are_never_defaulted() {
         "[privacy]\nk = 5\n{qi}[[attributes]]\nname = \"d\"\nrole = \"sensitive\"\n"
     ))
     .unwrap();
+}
+
+/// Issue 33, item 2: `--set` names an attribute by its name, as SQL's role
+/// options do (one loader, kanon_engine::job::overrides), and a role that
+/// publishes more is a weakening refused unless asked for on purpose.
+#[test]
+fn set_names_attributes_and_their_roles_are_held_to_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = job_file(dir.path());
+    let mut a = args(&p);
+    a.set = vec!["attributes.age.role=insensitive".into()];
+    let err = Job::load_with_env(&a, std::iter::empty())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("attributes.age.role (--set)") && err.contains("--weaken-privacy"),
+        "{err}"
+    );
+    // A new attribute, named with a dot, is added with its role.
+    a.set = vec!["attributes.visit.date.role=identifying".into()];
+    let job = Job::load_with_env(&a, std::iter::empty());
+    // `visit.date` is two keys on the command line: attribute `visit`,
+    // setting `date.role`, which no attribute has.
+    assert!(job.is_err());
+    a.set = vec!["attributes.zip.role=identifying".into()];
+    let job = Job::load_with_env(&a, std::iter::empty()).unwrap();
+    let zip = job
+        .spec
+        .attributes
+        .iter()
+        .find(|a| a.name == "zip")
+        .unwrap();
+    assert_eq!(zip.role, kanon_engine::spec::Role::Identifying);
+    a.set = vec![
+        "attributes.age.role=insensitive".into(),
+        "attributes.zip.role=qi".into(),
+    ];
+    a.weaken_privacy = true;
+    let job = Job::load_with_env(&a, std::iter::empty()).unwrap();
+    assert_eq!(
+        job.spec.attributes[0].role,
+        kanon_engine::spec::Role::Insensitive
+    );
 }

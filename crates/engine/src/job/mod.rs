@@ -9,6 +9,8 @@
 //! session may access and ships their text inside the plan); it hands the
 //! text over through a closure.
 
+pub mod overrides;
+
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
