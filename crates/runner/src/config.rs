@@ -55,8 +55,8 @@ pub struct Job {
     pub hierarchies: FxHashMap<String, Arc<Hierarchy>>,
 }
 
-/// One override of the job document, with where it came from: the
-/// engine's, shared with SQL's options ([`kanon_engine::job::overrides`]).
+// One override of the job document, with where it came from: the
+// engine's, shared with SQL's options (kanon_engine::job::overrides).
 pub use kanon_engine::job::overrides::Override;
 
 /// The environment variable holding the certificate signing key's secret
