@@ -23,8 +23,8 @@ mod common;
 
 use std::time::Duration;
 
+use kanon_engine::algorithms::kaca::hierarchical_distance::LevelWeights;
 use kanon_engine::encode::{EquivalenceClasses, QiTable};
-use kanon_engine::hierarchical_distance::LevelWeights;
 use kanon_engine::hierarchy::Level;
 use kanon_engine::spec::JobSpec;
 use rustc_hash::FxHashMap;

@@ -8,7 +8,7 @@
 //! or least first), find the class at the least class distance (Def. 10:
 //! weighted hierarchical distance with uniform or height weights, Han et al. 2014's
 //! level weights, or granularity costs, times per-attribute weights `x_A`;
-//! see [`crate::hierarchical_distance`]) and merge the two. When the small
+//! see [`hierarchical_distance`]) and merge the two. When the small
 //! class `E1` (`|E1| < k`) would absorb a large class `E2` (`|E1| + |E2| >=
 //! 2k`, Def. 11; the paper writes both `>` and `>=`, and both leave `E2` at
 //! least k rows), only a *stub* of `k - |E1|` rows of `E2` joins `E1` and
@@ -30,6 +30,7 @@
 //! the initial keys of the keyed strategies and scans very large buckets in
 //! parallel.
 
+pub mod hierarchical_distance;
 mod queue;
 mod search;
 
@@ -46,9 +47,9 @@ use search::{Best, Classes, Index, Member, Query, Searcher, Trie};
 
 use crate::algorithms::{details, Algorithm, Context, Outcome};
 use crate::error::{Error, Result};
-use crate::hierarchical_distance::{CellCode, DistanceModel, LevelWeights};
 use crate::partition::{NumericCells, Partition, SUPPRESSED};
 use crate::privacy::ClassView;
+use hierarchical_distance::{CellCode, DistanceModel, LevelWeights};
 
 /// The cost of a generalised cell (the KACA paper Def. 5; Han et al. 2014 Def. 5; ARX's
 /// granularity).

@@ -7,7 +7,7 @@
 //!    categories by label or hierarchy order);
 //! 2. take the first remaining tuple; measure the distance of every
 //!    remaining tuple to it with the contingency-table similarity of
-//!    `crate::similarity`;
+//!    `similarity`;
 //! 3. group it with its k-1 nearest tuples (ties by sorted position), and
 //!    keep adding the next nearest while the privacy models do not accept
 //!    the group (so l-diversity works unchanged);
@@ -34,6 +34,7 @@
 //! choice: the output depends only on the input and the job.
 
 mod neighbours;
+mod similarity;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -45,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::generalise::GeneralisedTuple;
 use crate::partition::{Partition, SUPPRESSED};
 use crate::privacy::{ClassView, Privacy};
-use crate::similarity::{to_share, Contingency, TupleDistance};
+use similarity::{to_share, Contingency, TupleDistance};
 
 use neighbours::Trie;
 

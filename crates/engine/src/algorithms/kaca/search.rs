@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 
 use rayon::prelude::*;
 
-use crate::hierarchical_distance::{CellCode, DistanceModel, Probe};
+use super::hierarchical_distance::{CellCode, DistanceModel, Probe};
 use crate::hierarchy::{Level, NodeId};
 
 /// A slice of an input class's rows: `rows(orig)[start..start + len]`.

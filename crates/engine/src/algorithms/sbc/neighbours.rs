@@ -22,8 +22,8 @@ use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 
+use super::similarity::DistanceTables;
 use crate::encode::EquivalenceClasses;
-use crate::similarity::DistanceTables;
 
 /// One level of the trie: its nodes, in order of their prefixes.
 #[derive(Debug, Clone, Default)]
