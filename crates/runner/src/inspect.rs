@@ -134,128 +134,10 @@ struct Inspection {
 
 /// Runs `kanon inspect`.
 pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
-    let (
-        mut input_spec,
-        mut storage_spec,
-        mut qis,
-        mut ks,
-        mut risk_spec,
-        job_requirements,
-        entity,
-    ) = match &args.config {
-        Some(c) => {
-            let job = Job::load(&crate::JobArgs {
-                config: c.clone(),
-                k: None,
-                algorithm: None,
-                seed: None,
-                suppression_limit: None,
-                set: Vec::new(),
-                weaken_privacy: false,
-                storage: args.storage.clone(),
-            })?;
-            let qis: Vec<String> = job
-                .spec
-                .quasi_identifiers()
-                .map(|a| a.name.clone())
-                .collect();
-            let requirements = Privacy::from_spec(&job.spec)?.requirements().to_vec();
-            let entity = job.spec.entity_column().map(String::from);
-            (
-                job.spec.input_spec(),
-                job.spec.storage,
-                qis,
-                vec![job.spec.privacy.k],
-                job.spec.risk,
-                requirements,
-                entity,
-            )
-        }
-        None => (
-            InputSpec::default(),
-            StorageSpec::default(),
-            Vec::new(),
-            Vec::new(),
-            RiskSpec::default(),
-            Vec::new(),
-            None,
-        ),
-    };
-    if let Some(p) = &args.population {
-        risk_spec.population = Some(p.clone());
-    }
-    if args.population_size.is_some() {
-        risk_spec.population_size = args.population_size;
-    }
-    if args.threshold.is_some() {
-        risk_spec.threshold = args.threshold;
-    }
-    if args.msu_size.is_some() {
-        risk_spec.msu_max_size = args.msu_size;
-    }
-    risk_spec.validate()?;
-    if args.config.is_none() {
-        // As with a job: `KANON_STORAGE_*` first, then the flags.
-        let mut overrides: Vec<_> = crate::config::env_overrides(std::env::vars())
-            .0
-            .into_iter()
-            .filter(|o| o.section() == "storage")
-            .collect();
-        overrides.extend(args.storage.overrides());
-        let mut doc = toml::Table::new();
-        crate::config::apply_overrides(&mut doc, &overrides)?;
-        if let Some(t) = doc.remove("storage") {
-            storage_spec = t.try_into().context("storage settings")?;
-        }
-    }
-    // The requirements' shields index the job's QIs: other QIs have none.
-    let mut requirements: Vec<Requirement> = job_requirements;
-    if !args.qi.is_empty() {
-        let given: Vec<String> = args.qi.iter().map(|q| q.trim().to_string()).collect();
-        if given != qis {
-            requirements.clear();
-        }
-        qis = given;
-    }
-    if !args.k.is_empty() {
-        ks = args.k.clone();
-    }
-    if ks.is_empty() {
-        ks = vec![2, 5, 10];
-    }
-    if ks.contains(&0) {
-        return Err(Failure::bad_input("--k must be at least 1").into());
-    }
-    if args.format.is_some() {
-        input_spec.format = args.format.clone();
-    }
-    if args.version.is_some() {
-        input_spec.version = args.version;
-    }
-    if args.delimiter.is_some() {
-        input_spec.delimiter = args.delimiter.clone();
-    }
-    if args.no_header {
-        input_spec.header = Some(false);
-    }
-    let storage = Storage::new(&storage_spec);
+    let settings = Settings::of(args)?;
+    let storage = Storage::new(&settings.storage);
     let location = Location::parse(&args.file)?;
-    let delta = match input_spec.format.as_deref() {
-        _ if args.table.is_some() => false,
-        Some("delta") => true,
-        None => crate::dataset::is_delta_table(&storage, &location)?,
-        Some(_) => false,
-    };
-    let (dataset, history) = match (&args.table, delta) {
-        (Some(t), _) => (Dataset::in_memory(t)?, None),
-        (None, true) => {
-            let table = crate::delta::Table::at(&storage, &location)?;
-            let history = crate::delta::history(&storage, &table)?;
-            let dataset = Dataset::open_delta(&storage, &location, input_spec.version, true)?;
-            (dataset, Some((table, history)))
-        }
-        (None, false) => (Dataset::open(&storage, &location, &input_spec)?, None),
-    };
+    let (dataset, history) = open(args, &settings.input, &storage, &location)?;
     let columns = dataset
         .schema
         .fields()
@@ -266,6 +148,205 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             nullable: f.is_nullable(),
         })
         .collect();
+    let (rows, risk) = measure(&settings, &storage, &dataset, &location, ui)?;
+    let report = Inspection {
+        input: location.to_string(),
+        format: dataset.format.name(),
+        files: dataset.n_files(),
+        bytes: dataset.bytes,
+        rows,
+        columns,
+        risk,
+        delta_version: dataset.delta_version,
+        delta_history: history.as_ref().map(|(_, h)| h.clone()),
+    };
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_text(&report, history.as_ref());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `kanon inspect` measures and where it reads: the job file's
+/// settings (`--config`), then the flags.
+struct Settings {
+    input: InputSpec,
+    storage: StorageSpec,
+    qis: Vec<String>,
+    ks: Vec<usize>,
+    risk: RiskSpec,
+    /// The job's requirements, when the QIs are the job's.
+    requirements: Vec<Requirement>,
+    /// The job's `privacy.entity` column.
+    entity: Option<String>,
+}
+
+impl Settings {
+    fn of(args: &InspectArgs) -> Result<Settings> {
+        let (
+            mut input_spec,
+            mut storage_spec,
+            mut qis,
+            mut ks,
+            mut risk_spec,
+            job_requirements,
+            entity,
+        ) = match &args.config {
+            Some(c) => {
+                let job = Job::load(&crate::JobArgs {
+                    config: c.clone(),
+                    k: None,
+                    algorithm: None,
+                    seed: None,
+                    suppression_limit: None,
+                    set: Vec::new(),
+                    weaken_privacy: false,
+                    storage: args.storage.clone(),
+                })?;
+                let qis: Vec<String> = job
+                    .spec
+                    .quasi_identifiers()
+                    .map(|a| a.name.clone())
+                    .collect();
+                let requirements = Privacy::from_spec(&job.spec)?.requirements().to_vec();
+                let entity = job.spec.entity_column().map(String::from);
+                (
+                    job.spec.input_spec(),
+                    job.spec.storage,
+                    qis,
+                    vec![job.spec.privacy.k],
+                    job.spec.risk,
+                    requirements,
+                    entity,
+                )
+            }
+            None => (
+                InputSpec::default(),
+                StorageSpec::default(),
+                Vec::new(),
+                Vec::new(),
+                RiskSpec::default(),
+                Vec::new(),
+                None,
+            ),
+        };
+        if let Some(p) = &args.population {
+            risk_spec.population = Some(p.clone());
+        }
+        if args.population_size.is_some() {
+            risk_spec.population_size = args.population_size;
+        }
+        if args.threshold.is_some() {
+            risk_spec.threshold = args.threshold;
+        }
+        if args.msu_size.is_some() {
+            risk_spec.msu_max_size = args.msu_size;
+        }
+        risk_spec.validate()?;
+        if args.config.is_none() {
+            // As with a job: `KANON_STORAGE_*` first, then the flags.
+            let mut overrides: Vec<_> = crate::config::env_overrides(std::env::vars())
+                .0
+                .into_iter()
+                .filter(|o| o.section() == "storage")
+                .collect();
+            overrides.extend(args.storage.overrides());
+            let mut doc = toml::Table::new();
+            crate::config::apply_overrides(&mut doc, &overrides)?;
+            if let Some(t) = doc.remove("storage") {
+                storage_spec = t.try_into().context("storage settings")?;
+            }
+        }
+        // The requirements' shields index the job's QIs: other QIs have none.
+        let mut requirements: Vec<Requirement> = job_requirements;
+        if !args.qi.is_empty() {
+            let given: Vec<String> = args.qi.iter().map(|q| q.trim().to_string()).collect();
+            if given != qis {
+                requirements.clear();
+            }
+            qis = given;
+        }
+        if !args.k.is_empty() {
+            ks = args.k.clone();
+        }
+        if ks.is_empty() {
+            ks = vec![2, 5, 10];
+        }
+        if ks.contains(&0) {
+            return Err(Failure::bad_input("--k must be at least 1").into());
+        }
+        if args.format.is_some() {
+            input_spec.format = args.format.clone();
+        }
+        if args.version.is_some() {
+            input_spec.version = args.version;
+        }
+        if args.delimiter.is_some() {
+            input_spec.delimiter = args.delimiter.clone();
+        }
+        if args.no_header {
+            input_spec.header = Some(false);
+        }
+        Ok(Settings {
+            input: input_spec,
+            storage: storage_spec,
+            qis,
+            ks,
+            risk: risk_spec,
+            requirements,
+            entity,
+        })
+    }
+}
+
+/// A Delta table and every version of it, with its certificate.
+type History = (crate::delta::Table, Vec<crate::delta::Release>);
+
+/// The input (a table given in memory, a Delta table with its history,
+/// or files).
+fn open(
+    args: &InspectArgs,
+    input_spec: &InputSpec,
+    storage: &Storage,
+    location: &Location,
+) -> Result<(Dataset, Option<History>)> {
+    let delta = match input_spec.format.as_deref() {
+        _ if args.table.is_some() => false,
+        Some("delta") => true,
+        None => crate::dataset::is_delta_table(storage, location)?,
+        Some(_) => false,
+    };
+    Ok(match (&args.table, delta) {
+        (Some(t), _) => (Dataset::in_memory(t)?, None),
+        (None, true) => {
+            let table = crate::delta::Table::at(storage, location)?;
+            let history = crate::delta::history(storage, &table)?;
+            let dataset = Dataset::open_delta(storage, location, input_spec.version, true)?;
+            (dataset, Some((table, history)))
+        }
+        (None, false) => (Dataset::open(storage, location, input_spec)?, None),
+    })
+}
+
+/// The rows of the input, and with QIs its risk: classes, rows at risk per
+/// k, the job's requirements and the risk profile.
+fn measure(
+    s: &Settings,
+    storage: &Storage,
+    dataset: &Dataset,
+    location: &Location,
+    ui: &Ui,
+) -> Result<(u64, Option<Risk>)> {
+    let Settings {
+        input: input_spec,
+        qis,
+        ks,
+        risk: risk_spec,
+        requirements,
+        entity,
+        ..
+    } = s;
     let mut risk = None;
     let rows;
     if qis.is_empty() {
@@ -274,7 +355,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             None => {
                 // CSV: count by scanning the narrowest projection.
                 let mut n = 0;
-                for b in dataset.scan(&storage, Some(vec![0]), false) {
+                for b in dataset.scan(storage, Some(vec![0]), false) {
                     check_interrupt()?;
                     n += b?.num_rows() as u64;
                 }
@@ -308,10 +389,10 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         };
         let (table, read) = read_qis(
             &spec,
-            &storage,
-            &dataset,
-            &location,
-            &qis,
+            storage,
+            dataset,
+            location,
+            qis,
             entity.as_deref(),
             ui,
             "inspect",
@@ -320,17 +401,16 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         let population = match &risk_spec.population {
             Some(p) => {
                 let location = Location::parse(p)?;
-                let dataset =
-                    Dataset::open(&storage, &location, &input_spec).with_context(|| {
-                        format!("the population table (risk.population, --population) {location}")
-                    })?;
+                let dataset = Dataset::open(storage, &location, input_spec).with_context(|| {
+                    format!("the population table (risk.population, --population) {location}")
+                })?;
                 Some(
                     read_qis(
                         &spec,
-                        &storage,
+                        storage,
                         &dataset,
                         &location,
-                        &qis,
+                        qis,
                         None,
                         ui,
                         "population",
@@ -342,7 +422,7 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         };
         let active = table.n_rows() - table.excluded().len();
         let profile = risk_profile(&table, population.as_ref(), &risk_spec.options(active))?;
-        let requirements = requirement_risk(&table, &requirements);
+        let requirements = requirement_risk(&table, requirements);
         let classes = EquivalenceClasses::of(&table);
         let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
         let active = sizes.iter().sum::<usize>().max(1) as f64;
@@ -371,22 +451,12 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             profile,
         });
     }
-    let report = Inspection {
-        input: location.to_string(),
-        format: dataset.format.name(),
-        files: dataset.n_files(),
-        bytes: dataset.bytes,
-        rows,
-        columns,
-        risk,
-        delta_version: dataset.delta_version,
-        delta_history: history.as_ref().map(|(_, h)| h.clone()),
-    };
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some((table, history)) = &history {
+    Ok((rows, risk))
+}
+
+/// The inspection as text.
+fn print_text(report: &Inspection, history: Option<&History>) {
+    if let Some((table, history)) = history {
         crate::delta::print_history(table, history);
         if let Some(v) = report.delta_version {
             outln!("Version {v} read below.");
@@ -463,7 +533,6 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         }
         print_profile(&r.profile);
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads the QI columns of `dataset` as raw categories (nulls apart).
