@@ -60,12 +60,12 @@ for n in "${ROWS[@]}"; do
             if [ -n "${PLAIN:-}" ]; then
                 # shellcheck disable=SC2046
                 "${PIN[@]}" /usr/bin/time -v "$KANON" anonymize -c $(job_of "$r") \
-                    --set columns.unlisted=insensitive --input "$data" -o "$out" \
+                    --set columns.unlisted=insensitive --weaken-privacy --input "$data" -o "$out" \
                     --overwrite >"$m.txt" 2>"$t"
             else
                 # shellcheck disable=SC2046
                 "${PIN[@]}" /usr/bin/time -v "$KANON" anonymize -q -c $(job_of "$r") \
-                    --set columns.unlisted=insensitive --input "$data" -o "$out" \
+                    --set columns.unlisted=insensitive --weaken-privacy --input "$data" -o "$out" \
                     --overwrite --metrics-json "$m" 2>"$t"
             fi
         fi
