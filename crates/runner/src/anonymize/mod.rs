@@ -163,38 +163,10 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         first.memory.budget.as_ref().map(|b| b.bytes),
     );
     let privacy = Privacy::from_spec(spec)?;
-    privacy
-        .check_feasible(first.encoded.table())
-        .map_err(|e| plan.unsatisfiable(e))?;
-    let app_id = plan.delta.as_ref().and_then(|(d, _)| {
-        crate::delta::app_id(
-            &crate::certificate::job_hash(&plan.job),
-            first.fingerprint.as_deref(),
-            d,
-        )
-    });
-    if let Some((d, table)) = &plan.delta {
-        if let crate::delta::Prepared::AlreadyReleased { version } =
-            crate::delta::prepare(&plan.storage, table, d, app_id.as_deref())?
-        {
-            already_released(ui, &plan, version);
-            return Ok(ExitCode::SUCCESS);
-        }
-        // Without a history, a table readers can already read is refused
-        // (unless the job file accepts it): before any work.
-        if let Some(policy @ Policy::Refused) = &plan.series {
-            crate::delta::series::before_work(&plan.storage, table, policy)?;
-        }
-    }
-    if plan.delta.is_none() {
-        plan.refuse_parquet_series(first.fingerprint.as_deref())?;
-    }
-    if args.dry_run {
-        // The algorithm must exist and accept its parameters.
-        kanon_engine::algorithms::by_name(spec).map_err(|e| plan.unsatisfiable(e))?;
-        report::dry_run(ui, &plan, &first, &privacy);
-        return Ok(ExitCode::SUCCESS);
-    }
+    let app_id = match before_work(args, &plan, &first, &privacy, ui)? {
+        Go::On { app_id } => app_id,
+        Go::Done => return Ok(ExitCode::SUCCESS),
+    };
     let Prepared {
         anonymization: mut result,
         recoder,
@@ -380,6 +352,61 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a run goes on to the algorithm after pass one.
+enum Go {
+    /// On, with the Delta commit's idempotence key.
+    On { app_id: Option<String> },
+    /// Done without work: a dry run, or a release the table already holds.
+    Done,
+}
+
+/// The checks between pass one and the algorithm: the models can be met
+/// on this input; a Delta table does not already hold this job's release
+/// of it, and its readable versions are no reason to refuse the run; a
+/// Parquet output is no series; a dry run stops here.
+fn before_work(
+    args: &AnonymizeArgs,
+    plan: &Plan,
+    first: &PassOne,
+    privacy: &Privacy,
+    ui: &Ui,
+) -> Result<Go> {
+    let spec = &plan.job.spec;
+    privacy
+        .check_feasible(first.encoded.table())
+        .map_err(|e| plan.unsatisfiable(e))?;
+    let app_id = plan.delta.as_ref().and_then(|(d, _)| {
+        crate::delta::app_id(
+            &crate::certificate::job_hash(&plan.job),
+            first.fingerprint.as_deref(),
+            d,
+        )
+    });
+    if let Some((d, table)) = &plan.delta {
+        if let crate::delta::Prepared::AlreadyReleased { version } =
+            crate::delta::prepare(&plan.storage, table, d, app_id.as_deref())?
+        {
+            already_released(ui, plan, version);
+            return Ok(Go::Done);
+        }
+        // Without a history, a table readers can already read is refused
+        // (unless the job file accepts it): before any work.
+        if let Some(policy @ Policy::Refused) = &plan.series {
+            crate::delta::series::before_work(&plan.storage, table, policy)?;
+        }
+    }
+    if plan.delta.is_none() {
+        plan.refuse_parquet_series(first.fingerprint.as_deref())?;
+    }
+    if args.dry_run {
+        // The algorithm must exist and accept its parameters.
+        kanon_engine::algorithms::by_name(spec).map_err(|e| plan.unsatisfiable(e))?;
+        report::dry_run(ui, plan, first, privacy);
+        return Ok(Go::Done);
+    }
+    Ok(Go::On { app_id })
 }
 
 /// What a run is asked to do, checked before any data is read: the job,
