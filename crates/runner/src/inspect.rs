@@ -194,16 +194,7 @@ impl Settings {
             entity,
         ) = match &args.config {
             Some(c) => {
-                let job = Job::load(&crate::JobArgs {
-                    config: c.clone(),
-                    k: None,
-                    algorithm: None,
-                    seed: None,
-                    suppression_limit: None,
-                    set: Vec::new(),
-                    weaken_privacy: false,
-                    storage: args.storage.clone(),
-                })?;
+                let job = Job::load(&crate::JobArgs::file(c.clone(), args.storage.clone()))?;
                 let qis: Vec<String> = job
                     .spec
                     .quasi_identifiers()

@@ -156,6 +156,23 @@ pub(crate) struct JobArgs {
     pub storage: StorageArgs,
 }
 
+impl JobArgs {
+    /// The job file at `config` as written, with only the storage flags:
+    /// for commands that read a job without overriding it (`kanon inspect`).
+    pub(crate) fn file(config: PathBuf, storage: StorageArgs) -> Self {
+        JobArgs {
+            config,
+            k: None,
+            algorithm: None,
+            seed: None,
+            suppression_limit: None,
+            set: Vec::new(),
+            weaken_privacy: false,
+            storage,
+        }
+    }
+}
+
 /// Object storage settings on the command line (override `[storage]`).
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct StorageArgs {

@@ -4,16 +4,7 @@ use super::*;
 use kanon_engine::spec::MissingSensitive;
 
 fn args(config: &Path) -> JobArgs {
-    JobArgs {
-        config: config.to_path_buf(),
-        k: None,
-        algorithm: None,
-        seed: None,
-        suppression_limit: None,
-        set: Vec::new(),
-        weaken_privacy: false,
-        storage: Default::default(),
-    }
+    JobArgs::file(config.to_path_buf(), Default::default())
 }
 
 fn job_file(dir: &Path) -> PathBuf {
