@@ -12,8 +12,8 @@ use anyhow::Result;
 use clap::Args;
 use kanon_engine::algorithms::partitioned::BlockExecutor;
 
-use crate::exit::Failure;
-use crate::ops::Ui;
+use kanon_io::exit::Failure;
+use kanon_io::ops::Ui;
 
 /// Where the blocks of a block-wise run are clustered.
 #[derive(Debug, Clone, Default, Args)]
@@ -106,7 +106,7 @@ fn worker_urls(w: &str) -> Result<Vec<url::Url>> {
 }
 
 /// The cluster, with the test barrier `blocks` before the blocks leave
-/// (crate::ops::barrier): tests stop a worker at that exact step.
+/// (kanon_io::ops::barrier): tests stop a worker at that exact step.
 #[cfg(feature = "distributed")]
 #[derive(Debug)]
 struct Checkpointed(kanon_datafusion::distributed::Cluster);
@@ -117,7 +117,7 @@ impl BlockExecutor for Checkpointed {
         &self,
         blocks: &kanon_engine::algorithms::partitioned::Blocks<'_>,
     ) -> kanon_engine::Result<kanon_engine::algorithms::partitioned::BlocksRun> {
-        crate::ops::barrier("blocks")
+        kanon_io::ops::barrier("blocks")
             .map_err(|e| kanon_engine::Error::Cancelled(format!("{e:#}")))?;
         self.0.run(blocks)
     }
@@ -162,7 +162,7 @@ pub fn run_worker(args: &WorkerArgs, ui: &Ui) -> Result<ExitCode> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let stop = async {
-            while crate::ops::check_interrupt().is_ok() {
+            while kanon_io::ops::check_interrupt().is_ok() {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
         };

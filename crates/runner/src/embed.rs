@@ -15,11 +15,11 @@ use std::sync::Mutex;
 
 use clap::Parser;
 
-use crate::dataset::MemoryTable;
-use crate::ops::Ui;
 use crate::{exit, Cli, Command};
+use kanon_io::dataset::MemoryTable;
+use kanon_io::ops::Ui;
 
-pub use crate::ops::{interrupt, progress_now, ProgressNow};
+pub use kanon_io::ops::{interrupt, progress_now, ProgressNow};
 
 /// A command that did not succeed: its exit code (as on the command line:
 /// 1 verification failed, 2 bad input, 3 unsatisfiable, 4 I/O, 5 output
@@ -59,9 +59,9 @@ pub fn run(args: &[String], table: Option<MemoryTable>) -> Result<String, Failed
             message: e.to_string().trim_end().to_string(),
         })?;
     let ui = Ui::embedded();
-    crate::ops::start_job();
-    crate::storage::install_tls_provider();
-    let (result, printed) = crate::ops::capture_output(|| match cli.command {
+    kanon_io::ops::start_job();
+    kanon_io::storage::install_tls_provider();
+    let (result, printed) = kanon_io::ops::capture_output(|| match cli.command {
         Command::Anonymize(mut a) => {
             a.table = table;
             crate::anonymize::run(&a, &ui)
@@ -70,7 +70,7 @@ pub fn run(args: &[String], table: Option<MemoryTable>) -> Result<String, Failed
             a.table = table;
             crate::inspect::run(&a, &ui)
         }
-        _ if table.is_some() => Err(crate::exit::Failure::bad_input(
+        _ if table.is_some() => Err(kanon_io::exit::Failure::bad_input(
             "only `anonymize` and `inspect` read a table given in memory",
         )
         .into()),
@@ -79,12 +79,12 @@ pub fn run(args: &[String], table: Option<MemoryTable>) -> Result<String, Failed
         Command::Generate(a) => crate::generate::run(&a, true),
         #[cfg(feature = "sql")]
         Command::Sql(a) => crate::sql::run(&a, &ui),
-        Command::Worker(_) => Err(crate::exit::Failure::bad_input(
+        Command::Worker(_) => Err(kanon_io::exit::Failure::bad_input(
             "`kanon worker` serves until stopped: run it as a process, not embedded",
         )
         .into()),
     });
-    crate::ops::start_job();
+    kanon_io::ops::start_job();
     match result {
         Ok(code) if code == ExitCode::SUCCESS => Ok(printed),
         // A failed verification is a result, printed, with exit code 1.

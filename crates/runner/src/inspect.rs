@@ -16,12 +16,12 @@ use kanon_engine::spec::RiskSpec;
 use kanon_engine::spec::{AttributeSpec, InputSpec, JobSpec, Kind, NullPolicy, Role, StorageSpec};
 use serde::Serialize;
 
-use crate::config::Job;
-use crate::dataset::Dataset;
-use crate::exit::Failure;
-use crate::ops::{check_interrupt, Ui};
-use crate::storage::{Location, Storage};
 use crate::StorageArgs;
+use kanon_io::config::{Job, JobRequest};
+use kanon_io::dataset::Dataset;
+use kanon_io::exit::Failure;
+use kanon_io::ops::{check_interrupt, Ui};
+use kanon_io::storage::{Location, Storage};
 
 /// Arguments of `kanon inspect`.
 #[derive(Debug, Args)]
@@ -35,7 +35,7 @@ pub struct InspectArgs {
     /// A table in memory to inspect instead of `file` (which then only
     /// names it): the Python package's `kanon.risk(table, ...)`.
     #[arg(skip)]
-    pub(crate) table: Option<crate::dataset::MemoryTable>,
+    pub(crate) table: Option<kanon_io::dataset::MemoryTable>,
     /// Take the quasi-identifiers, CSV and storage settings from this job.
     #[arg(long, short = 'c')]
     config: Option<std::path::PathBuf>,
@@ -129,7 +129,7 @@ struct Inspection {
     #[serde(skip_serializing_if = "Option::is_none")]
     delta_version: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    delta_history: Option<Vec<crate::delta::Release>>,
+    delta_history: Option<Vec<kanon_io::delta::Release>>,
 }
 
 /// Runs `kanon inspect`.
@@ -194,7 +194,7 @@ impl Settings {
             entity,
         ) = match &args.config {
             Some(c) => {
-                let job = Job::load(&crate::JobArgs::file(c.clone(), args.storage.clone()))?;
+                let job = Job::load(&JobRequest::file(c.clone(), args.storage.overrides()))?;
                 let qis: Vec<String> = job
                     .spec
                     .quasi_identifiers()
@@ -237,14 +237,14 @@ impl Settings {
         risk_spec.validate()?;
         if args.config.is_none() {
             // As with a job: `KANON_STORAGE_*` first, then the flags.
-            let mut overrides: Vec<_> = crate::config::env_overrides(std::env::vars())
+            let mut overrides: Vec<_> = kanon_io::config::env_overrides(std::env::vars())
                 .0
                 .into_iter()
                 .filter(|o| o.section() == "storage")
                 .collect();
             overrides.extend(args.storage.overrides());
             let mut doc = toml::Table::new();
-            crate::config::apply_overrides(&mut doc, &overrides)?;
+            kanon_io::config::apply_overrides(&mut doc, &overrides)?;
             if let Some(t) = doc.remove("storage") {
                 storage_spec = t.try_into().context("storage settings")?;
             }
@@ -292,7 +292,7 @@ impl Settings {
 }
 
 /// A Delta table and every version of it, with its certificate.
-type History = (crate::delta::Table, Vec<crate::delta::Release>);
+type History = (kanon_io::delta::Table, Vec<kanon_io::delta::Release>);
 
 /// The input (a table given in memory, a Delta table with its history,
 /// or files).
@@ -305,14 +305,14 @@ fn open(
     let delta = match input_spec.format.as_deref() {
         _ if args.table.is_some() => false,
         Some("delta") => true,
-        None => crate::dataset::is_delta_table(storage, location)?,
+        None => kanon_io::dataset::is_delta_table(storage, location)?,
         Some(_) => false,
     };
     Ok(match (&args.table, delta) {
         (Some(t), _) => (Dataset::in_memory(t)?, None),
         (None, true) => {
-            let table = crate::delta::Table::at(storage, location)?;
-            let history = crate::delta::history(storage, &table)?;
+            let table = kanon_io::delta::Table::at(storage, location)?;
+            let history = kanon_io::delta::history(storage, &table)?;
             let dataset = Dataset::open_delta(storage, location, input_spec.version, true)?;
             (dataset, Some((table, history)))
         }
@@ -448,7 +448,7 @@ fn measure(
 /// The inspection as text.
 fn print_text(report: &Inspection, history: Option<&History>) {
     if let Some((table, history)) = history {
-        crate::delta::print_history(table, history);
+        kanon_io::delta::print_history(table, history);
         if let Some(v) = report.delta_version {
             outln!("Version {v} read below.");
         }

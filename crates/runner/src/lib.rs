@@ -9,49 +9,18 @@
 //! errors are reported with their chain and mapped to exit codes that
 //! schedulers can act on (module `exit`).
 
-/// `println!` that never panics: a closed or broken standard output (`kanon
-/// ... | head -1`, a reader that went away) must not turn a job whose
-/// release is already committed into a crash (exit 101). What could not be
-/// printed is dropped; the exit code still says how the job ended.
-/// An embedded run keeps the lines instead (`ops::capture_output`).
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        $crate::ops::out_line(format_args!($($arg)*));
-    }};
-}
-
-/// `eprintln!` that never panics (see `outln!`): a closed standard error
-/// must not hide an error's exit code behind a panic.
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
+#[macro_use]
+extern crate kanon_io;
 
 mod anonymize;
-mod artefact;
-mod certificate;
 mod cluster;
-mod config;
-mod dataset;
-mod delta;
 pub mod embed;
-mod exit;
 mod generate;
-mod guard;
 mod inspect;
 mod memory;
-mod ops;
-mod publish;
-mod release;
-mod release_check;
 mod report;
-mod signing;
-mod spill;
 #[cfg(feature = "sql")]
 mod sql;
-mod storage;
 mod verify;
 
 use std::ffi::OsString;
@@ -59,11 +28,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use kanon_io::{exit, ops, storage};
 
-pub use crate::dataset::MemoryTable;
+pub use kanon_io::dataset::MemoryTable;
 
-use crate::config::Override;
-use crate::ops::{LogFormat, Ui};
+use kanon_io::config::{JobRequest, Override};
+use kanon_io::ops::{LogFormat, Ui};
 
 /// kanon: k-anonymity and l-diversity for tabular data.
 #[derive(Debug, Parser)]
@@ -78,9 +48,27 @@ struct Cli {
     /// Log format on stderr: `text`, or `json` (one object per line, for
     /// schedulers; the summary is logged too).
     #[arg(long, value_enum, default_value = "text", global = true)]
-    log_format: LogFormat,
+    log_format: LogFormatArg,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--log-format`'s values: [`LogFormat`] on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormatArg {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (for schedulers).
+    Json,
+}
+
+impl From<LogFormatArg> for LogFormat {
+    fn from(arg: LogFormatArg) -> Self {
+        match arg {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,18 +145,34 @@ pub(crate) struct JobArgs {
 }
 
 impl JobArgs {
-    /// The job file at `config` as written, with only the storage flags:
-    /// for commands that read a job without overriding it (`kanon inspect`).
-    pub(crate) fn file(config: PathBuf, storage: StorageArgs) -> Self {
-        JobArgs {
-            config,
-            k: None,
-            algorithm: None,
-            seed: None,
-            suppression_limit: None,
-            set: Vec::new(),
-            weaken_privacy: false,
-            storage,
+    /// What the job loader is asked for: the file, `--set`, then the
+    /// dedicated flags as overrides with the flag as their source.
+    pub(crate) fn request(&self) -> JobRequest {
+        let flag = |key: &str, value: String, source: &str| Override::parse(key, &value, source);
+        let mut flags = Vec::new();
+        if let Some(k) = self.k {
+            flags.push(flag("privacy.k", k.to_string(), "--k"));
+        }
+        if let Some(a) = &self.algorithm {
+            // Quoted: an algorithm name is always a string.
+            flags.push(flag("algorithm.name", format!("{a:?}"), "--algorithm"));
+        }
+        if let Some(s) = self.seed {
+            flags.push(flag("algorithm.seed", s.to_string(), "--seed"));
+        }
+        if let Some(s) = self.suppression_limit {
+            flags.push(flag(
+                "privacy.suppression_limit",
+                s.to_string(),
+                "--suppression-limit",
+            ));
+        }
+        flags.extend(self.storage.overrides());
+        JobRequest {
+            config: self.config.clone(),
+            set: self.set.clone(),
+            flags,
+            weaken_privacy: self.weaken_privacy,
         }
     }
 }
@@ -245,7 +249,7 @@ where
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(exit::BAD_INPUT));
         }
     };
-    let ui = Ui::init(cli.quiet, cli.verbose, cli.log_format);
+    let ui = Ui::init(cli.quiet, cli.verbose, cli.log_format.into());
     ops::install_interrupts();
     storage::install_tls_provider();
     let result = match cli.command {

@@ -21,17 +21,17 @@ use kanon_datafusion::AnonymizeExec;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::StorageSpec;
 
-use crate::certificate::Certificate;
-use crate::config::Job;
-use crate::config::{apply_overrides, env_overrides, parse_set};
-use crate::dataset::Format;
-use crate::delta::DeltaOutput;
-use crate::exit::{self, Failure};
-use crate::ops::{check_interrupt, Ui};
-use crate::publish::{Published, Publisher, Target};
-use crate::release::{parse_size, ReleaseOptions};
-use crate::release_check::{Checked, ReleaseCheck};
-use crate::storage::{Location, Storage};
+use kanon_io::certificate::Certificate;
+use kanon_io::config::Job;
+use kanon_io::config::{apply_overrides, env_overrides, parse_set};
+use kanon_io::dataset::Format;
+use kanon_io::delta::DeltaOutput;
+use kanon_io::exit::{self, Failure};
+use kanon_io::ops::{check_interrupt, Ui};
+use kanon_io::publish::{Published, Publisher, Target};
+use kanon_io::release::{parse_size, ReleaseOptions};
+use kanon_io::release_check::{Checked, ReleaseCheck};
+use kanon_io::storage::{Location, Storage};
 
 /// Arguments of `kanon sql`.
 #[derive(Debug, Args)]
@@ -166,7 +166,7 @@ fn csv_schema(
         header: Some(!args.no_header),
         ..Default::default()
     };
-    let dataset = crate::dataset::Dataset::open(storage, &t.location, &spec)
+    let dataset = kanon_io::dataset::Dataset::open(storage, &t.location, &spec)
         .with_context(|| format!("--table {}", t.name))?;
     Ok(Some(dataset.schema.as_ref().clone()))
 }
@@ -248,7 +248,7 @@ async fn register(
 /// Registers a Delta table (its latest version) through delta-rs's
 /// provider, which also takes `INSERT INTO` (a Delta commit).
 fn register_delta(ctx: &SessionContext, storage: &Storage, t: &TableArg) -> Result<()> {
-    let table = crate::delta::Table::at(storage, &t.location)?;
+    let table = kanon_io::delta::Table::at(storage, &t.location)?;
     let dt = table.load_existing(storage, None)?;
     let provider = storage
         .block_on(async { dt.table_provider().await })
@@ -350,7 +350,12 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             ))
             .into());
         }
-        crate::release::check_destination(&storage, out, max_file_bytes.is_some(), args.overwrite)?;
+        kanon_io::release::check_destination(
+            &storage,
+            out,
+            max_file_bytes.is_some(),
+            args.overwrite,
+        )?;
         if !args.overwrite {
             storage.check_conditional_writes(out)?;
         }
@@ -372,7 +377,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
         .context("cannot register kanon's SQL functions (check --allow-dir)")?;
     let mut delta_tables = Vec::new();
     for t in &tables {
-        if crate::dataset::is_delta_table(&storage, &t.location)? {
+        if kanon_io::dataset::is_delta_table(&storage, &t.location)? {
             register_delta(&ctx, &storage, t)?;
             delta_tables.push(t);
         } else {
@@ -398,18 +403,21 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
         }
         let delta = DeltaOutput {
             location: table.location.clone(),
-            mode: crate::delta::Mode::Append,
+            mode: kanon_io::delta::Mode::Append,
             partition: Default::default(),
         };
         storage.check_conditional_writes(&table.location)?;
-        let target = Target::Delta(delta, crate::delta::Table::at(&storage, &table.location)?);
+        let target = Target::Delta(
+            delta,
+            kanon_io::delta::Table::at(&storage, &table.location)?,
+        );
         let options = ReleaseOptions {
             max_file_bytes,
             row_group_rows: 1 << 20,
             zstd_level: 3,
             overwrite: false,
             metadata: provenance(),
-            direct: Some(crate::delta::run_token()),
+            direct: Some(kanon_io::delta::run_token()),
         };
         let what = format!("INSERT INTO {}", table.name);
         let published = publish_query(

@@ -16,12 +16,12 @@ use kanon_engine::encode::QiTable;
 use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
 
-use crate::config::Job;
-use crate::dataset::Dataset;
-use crate::ops::{check_interrupt, Ui};
-use crate::release_check::{check_presence, check_with_labels, Checked};
-use crate::storage::{Location, Storage};
 use crate::{exit, JobArgs};
+use kanon_io::config::Job;
+use kanon_io::dataset::Dataset;
+use kanon_io::ops::{check_interrupt, Ui};
+use kanon_io::release_check::{check_presence, check_with_labels, Checked};
+use kanon_io::storage::{Location, Storage};
 
 /// Arguments of `kanon verify`.
 #[derive(Debug, Args)]
@@ -45,16 +45,16 @@ pub struct VerifyArgs {
 
 /// Runs `kanon verify`.
 pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
-    let job = Job::load(&args.job)?;
+    let job = Job::load(&args.job.request())?;
     let trusted = args
         .trusted_key
         .as_deref()
-        .map(crate::signing::trusted_key)
+        .map(kanon_io::signing::trusted_key)
         .transpose()?;
     let privacy = Privacy::from_spec(&job.spec)?;
     let storage = Storage::new(&job.spec.storage);
     let location = Location::parse(&args.input)?;
-    let delta = args.version.is_some() || crate::dataset::is_delta_table(&storage, &location)?;
+    let delta = args.version.is_some() || kanon_io::dataset::is_delta_table(&storage, &location)?;
     let dataset = match delta {
         true => Dataset::open_delta(&storage, &location, args.version, true)?,
         false => Dataset::open(&storage, &location, &InputSpec::default())?,
@@ -105,7 +105,7 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
     };
     if let Some(version) = dataset.delta_version {
         failed |=
-            !crate::delta::check_certificates(&storage, &job, &location, version, trusted, ui)?;
+            !kanon_io::delta::check_certificates(&storage, &job, &location, version, trusted, ui)?;
         failed |= !check_series(&storage, &job, &location, version, ui)?;
     } else {
         let found = Found {
@@ -227,8 +227,8 @@ fn check_series(
     version: i64,
     ui: &Ui,
 ) -> Result<bool> {
-    use crate::delta::series::{check_table, Policy};
-    let table = crate::delta::Table::at(storage, location)?;
+    use kanon_io::delta::series::{check_table, Policy};
+    let table = kanon_io::delta::Table::at(storage, location)?;
     let policy = Policy::of(job, location)?;
     let Some((breaches, versions)) = check_table(storage, &table, &policy, version)? else {
         if matches!(policy, Policy::Refused) && !ui.quiet {
@@ -278,7 +278,7 @@ fn check_manifest(
         Location::Local(p) => p.is_dir(),
         Location::S3 { key, .. } => key.is_empty() || key.ends_with('/') || dataset.n_files() > 1,
     };
-    let at = crate::release::manifest_location(location, split);
+    let at = kanon_io::release::manifest_location(location, split);
     if storage.head(&at)?.is_none() {
         // A release kanon wrote always has its manifest: one without it was
         // copied in part, or had its certificate removed.
@@ -302,7 +302,7 @@ fn check_manifest(
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut storage.open_read(&at)?, &mut bytes)
         .with_context(|| format!("cannot read the manifest {at}"))?;
-    let manifest: crate::release::Manifest = serde_json::from_slice(&bytes)
+    let manifest: kanon_io::release::Manifest = serde_json::from_slice(&bytes)
         .with_context(|| format!("{at} is not a kanon release manifest"))?;
     let mut listed: Vec<(String, u64)> = manifest
         .files
@@ -330,7 +330,7 @@ fn check_manifest(
             let Some(want) = &f.sha256 else { continue };
             check_interrupt()?;
             let at = location_of(location, split, &f.name);
-            if &crate::certificate::file_sha256(storage, &at)? != want {
+            if &kanon_io::certificate::file_sha256(storage, &at)? != want {
                 problems.push(format!(
                     "file {} is not the file the manifest lists: its sha256 differs (rewritten after it was published)",
                     f.name
@@ -339,23 +339,23 @@ fn check_manifest(
         }
     }
     if let Some(v) = verified {
-        problems.extend(crate::certificate::discrepancies(
+        problems.extend(kanon_io::certificate::discrepancies(
             v,
             &manifest.certificate.verified,
         ));
         if let Some(table) = labels {
-            problems.extend(crate::certificate::diversity_discrepancies(
+            problems.extend(kanon_io::certificate::diversity_discrepancies(
                 &kanon_engine::metrics::release_diversity(table),
                 &manifest.certificate.l_achieved,
             ));
         }
     }
     if let Some(key) = &trusted {
-        if let Err(why) = crate::signing::check(&manifest.certificate, key) {
+        if let Err(why) = kanon_io::signing::check(&manifest.certificate, key) {
             problems.push(why);
         }
     }
-    if manifest.certificate.job_hash != crate::certificate::job_hash(job) {
+    if manifest.certificate.job_hash != kanon_io::certificate::job_hash(job) {
         problems.push(
             "its certificate was made by another job (the job hash differs from this job's): verify it with the job that made it"
                 .to_string(),

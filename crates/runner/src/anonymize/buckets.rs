@@ -17,7 +17,7 @@ use kanon_engine::release::{BucketStore, Releaser};
 use rayon::prelude::*;
 
 use super::buffer::{Buffer, Parts};
-use crate::spill::Spill;
+use kanon_io::spill::Spill;
 
 /// Recoded batches partitioned by bucket at once, on every core.
 const PARTITION_WINDOW: usize = 8;

@@ -14,8 +14,8 @@ use anyhow::Result;
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 
-use crate::spill::by_bucket;
 use arrow::datatypes::SchemaRef;
+use kanon_io::spill::by_bucket;
 
 /// Rows of a bucket put in order at once (its classes' rows; a larger class
 /// is a bucket of its own).

@@ -11,7 +11,7 @@
 //!    (passed-through columns untouched) and partitions the rows into
 //!    buckets of classes as they come ([`buffer`]), in memory up to
 //!    `output.buffer_memory` and in spill files beyond it
-//!    ([`crate::spill`]); each bucket is put in release order, checked by
+//!    ([`kanon_io::spill`]); each bucket is put in release order, checked by
 //!    its published labels and written, on a thread of its own while the
 //!    next bucket is ordered, the Parquet writer encoding the columns of
 //!    each batch in parallel (`release::parallel`). The bytes are the same
@@ -45,22 +45,22 @@ use kanon_engine::release::{Encoded, Prepared, Release, Releaser, Session, Sessi
 use kanon_engine::verify::Verified;
 use kanon_engine::{Anonymization, Error};
 
-use crate::artefact::Artefact;
-use crate::certificate::{Certificate, InputIdentity};
-use crate::config::Job;
-use crate::dataset::Dataset;
-use crate::delta::series::{LeaveOut, Policy};
-use crate::delta::{DeltaOutput, Mode, Table};
-use crate::exit::Failure;
-use crate::guard::Reads;
 use crate::memory::{Budget, MemoryPlan, Phases, Sample, Shape};
-use crate::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
-use crate::publish::{Published, Publisher, Target};
-use crate::release::{parse_size, ReleaseOptions};
-use crate::report::{InputTally, Sources};
-use crate::storage::{Location, Storage};
 use crate::JobArgs;
 use buckets::ReleaseBuckets;
+use kanon_io::artefact::Artefact;
+use kanon_io::certificate::{Certificate, InputIdentity};
+use kanon_io::config::Job;
+use kanon_io::dataset::Dataset;
+use kanon_io::delta::series::{LeaveOut, Policy};
+use kanon_io::delta::{DeltaOutput, Mode, Table};
+use kanon_io::exit::Failure;
+use kanon_io::guard::Reads;
+use kanon_io::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
+use kanon_io::publish::{Published, Publisher, Target};
+use kanon_io::release::{parse_size, ReleaseOptions};
+use kanon_io::storage::{Location, Storage};
+use kanon_report::{InputTally, Sources};
 
 /// Rows of a spilled bucket, sorted in memory at once (`output.buffer_rows`).
 const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
@@ -121,14 +121,14 @@ pub struct AnonymizeArgs {
     /// A table in memory to read instead of `input.path` (an embedder's
     /// data: the Python package's `kanon.anonymize(table, ...)`).
     #[arg(skip)]
-    pub(crate) table: Option<crate::dataset::MemoryTable>,
+    pub(crate) table: Option<kanon_io::dataset::MemoryTable>,
 }
 
 /// What a job reads: stored files, or a table in memory.
 #[derive(Debug)]
 enum Input {
     Stored(Location),
-    Memory(crate::dataset::MemoryTable),
+    Memory(kanon_io::dataset::MemoryTable),
 }
 
 impl std::fmt::Display for Input {
@@ -190,7 +190,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let before = args.report.as_ref().map(|_| InputTally::of(qi));
     let want_risk = args.report.is_some() || args.metrics_json.is_some();
     let before_risk = match want_risk {
-        true => Some(crate::report::input_risk(&plan.job, &plan.storage, qi)?),
+        true => Some(kanon_report::input_risk(&plan.job, &plan.storage, qi)?),
         false => None,
     };
     // Pass 2 needs the recoder only: free the encoded table and the
@@ -224,7 +224,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     )?;
     phases.end("pass2");
     let after = labels
-        .map(|t| crate::report::release_view(&plan.job, &t))
+        .map(|t| kanon_report::release_view(&plan.job, &t))
         .transpose()?;
     let run = report::Run {
         plan: &plan,
@@ -274,9 +274,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
                 metrics: Some(&result.report),
                 metadata,
                 files: writer.files().iter().map(|f| f.to_string()).collect(),
-                further: crate::report::risk_measures(before_risk.as_ref(), after_risk),
+                further: kanon_report::risk_measures(before_risk.as_ref(), after_risk),
             };
-            match crate::report::write(path, &sources, "--report") {
+            match kanon_report::write(path, &sources, "--report") {
                 Ok(f) => Some(f),
                 Err(e) => {
                     if let Some(m) = metrics {
@@ -378,15 +378,15 @@ fn before_work(
         .check_feasible(first.encoded.table())
         .map_err(|e| plan.unsatisfiable(e))?;
     let app_id = plan.delta.as_ref().and_then(|(d, _)| {
-        crate::delta::app_id(
-            &crate::certificate::job_hash(&plan.job),
+        kanon_io::delta::app_id(
+            &kanon_io::certificate::job_hash(&plan.job),
             first.fingerprint.as_deref(),
             d,
         )
     });
     if let Some((d, table)) = &plan.delta {
-        if let crate::delta::Prepared::AlreadyReleased { version } =
-            crate::delta::prepare(&plan.storage, table, d, app_id.as_deref())?
+        if let kanon_io::delta::Prepared::AlreadyReleased { version } =
+            kanon_io::delta::prepare(&plan.storage, table, d, app_id.as_deref())?
         {
             already_released(ui, plan, version);
             return Ok(Go::Done);
@@ -394,7 +394,7 @@ fn before_work(
         // Without a history, a table readers can already read is refused
         // (unless the job file accepts it): before any work.
         if let Some(policy @ Policy::Refused) = &plan.series {
-            crate::delta::series::before_work(&plan.storage, table, policy)?;
+            kanon_io::delta::series::before_work(&plan.storage, table, policy)?;
         }
     }
     if plan.delta.is_none() {
@@ -455,7 +455,7 @@ impl Plan {
                 ))
                 .into());
             }
-            crate::ops::set_timeout(t);
+            kanon_io::ops::set_timeout(t);
         }
         let mut job_args = args.job.clone();
         if let Some(s) = &args.max_file_size {
@@ -464,7 +464,7 @@ impl Plan {
         if let Some(s) = &args.memory {
             job_args.set.push(format!("resources.memory={s:?}"));
         }
-        let job = Job::load(&job_args)?;
+        let job = Job::load(&job_args.request())?;
         let spec = &job.spec;
         let storage = Storage::new(&spec.storage);
         let input = match &args.table {
@@ -506,7 +506,7 @@ impl Plan {
         if delta.is_none() && max_file_bytes.is_none() {
             reads.claim(
                 "the release's manifest",
-                crate::release::manifest_location(&output, false),
+                kanon_io::release::manifest_location(&output, false),
             )?;
         }
         let options = ReleaseOptions {
@@ -515,7 +515,7 @@ impl Plan {
             zstd_level: spec.output.compression_level.unwrap_or(3),
             overwrite,
             metadata: Vec::new(),
-            direct: delta.as_ref().map(|_| crate::delta::run_token()),
+            direct: delta.as_ref().map(|_| kanon_io::delta::run_token()),
         };
         let series = match &delta {
             Some(d) => Some(Policy::of(&job, &d.location)?),
@@ -532,7 +532,7 @@ impl Plan {
         }
         let delta = match delta {
             None => {
-                crate::release::check_destination(
+                kanon_io::release::check_destination(
                     &storage,
                     &output,
                     max_file_bytes.is_some(),
@@ -551,7 +551,8 @@ impl Plan {
             storage.check_conditional_writes(&output)?;
         }
         let pseudonymiser = job.pseudonymiser()?;
-        let signed_by = crate::signing::signing_key()?.map(|k| crate::signing::public_hex(&k));
+        let signed_by =
+            kanon_io::signing::signing_key()?.map(|k| kanon_io::signing::public_hex(&k));
         let buffer_memory = match &spec.output.buffer_memory {
             Some(s) => parse_size("output.buffer_memory", s)?,
             None => DEFAULT_BUFFER_BYTES,
@@ -583,22 +584,22 @@ impl Plan {
             return Ok(());
         }
         let split = self.options.max_file_bytes.is_some();
-        let at = crate::release::manifest_location(&self.output, split);
+        let at = kanon_io::release::manifest_location(&self.output, split);
         if self.storage.head(&at)?.is_none() {
             return Ok(());
         }
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut self.storage.open_read(&at)?, &mut bytes)
             .with_context(|| format!("cannot read the manifest {at}"))?;
-        let Ok(manifest) = serde_json::from_slice::<crate::release::Manifest>(&bytes) else {
+        let Ok(manifest) = serde_json::from_slice::<kanon_io::release::Manifest>(&bytes) else {
             return Ok(());
         };
         let c = &manifest.certificate;
-        let same_job = c.job_hash == crate::certificate::job_hash(&self.job);
+        let same_job = c.job_hash == kanon_io::certificate::job_hash(&self.job);
         let other_input = c.input.fingerprint.as_deref() != fingerprint || fingerprint.is_none();
         if same_job && other_input {
             return Err(Failure::new(
-                crate::exit::UNSATISFIABLE,
+                kanon_io::exit::UNSATISFIABLE,
                 format!(
                     "{} holds this job's release of another input: replacing it publishes a series, and whoever kept the first release can diff the two class by class and single out the people added, removed or relabelled; nothing was written. Publish each release to a new location, publish the series to a Delta table with `output.history` (checked, each person published once), or, if readers comparing releases is acceptable, say so in the job file with `output.unchecked_series = true`",
                     self.output
@@ -618,7 +619,7 @@ impl Plan {
             return Ok(None);
         };
         let people =
-            crate::delta::series::before_work(&self.storage, table, policy)?.unwrap_or_default();
+            kanon_io::delta::series::before_work(&self.storage, table, policy)?.unwrap_or_default();
         if d.mode != Mode::Append {
             return Ok(None);
         }
@@ -908,7 +909,7 @@ fn anonymise(
     let prepared = first.encoded.anonymise(
         privacy,
         SessionOptions {
-            cancel: &crate::ops::cancellation(),
+            cancel: &kanon_io::ops::cancellation(),
             progress: &SpinnerProgress::new(spinner.clone(), what),
             blocks: workers.unwrap_or(LocalBlocks::get()),
             pseudonymiser: &plan.pseudonymiser,
@@ -945,7 +946,7 @@ fn anonymise(
 /// Rows are written class by class in a seeded order, never in input order
 /// (kanon_engine::order). A release that fits in `output.buffer_memory` is
 /// ordered in memory; a larger one is spilled to disk in buckets of classes
-/// (crate::spill) from the moment it outgrows the buffer, and each bucket
+/// (kanon_io::spill) from the moment it outgrows the buffer, and each bucket
 /// is ordered in memory: one scan of the input, bounded memory, the same
 /// bytes.
 #[allow(clippy::too_many_arguments)]

@@ -11,10 +11,10 @@ use kanon_engine::verify::Verified;
 use kanon_engine::Anonymization;
 
 use super::{PassOne, Plan};
-use crate::artefact::Artefact;
 use crate::memory::Phases;
-use crate::ops::Ui;
-use crate::storage::Location;
+use kanon_io::artefact::Artefact;
+use kanon_io::ops::Ui;
+use kanon_io::storage::Location;
 
 /// A finished run, before its commit: what the summary, the logs and the
 /// metrics JSON say.

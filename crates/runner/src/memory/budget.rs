@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use kanon_engine::spec::JobSpec;
 
-use crate::release::parse_size;
+use kanon_io::release::parse_size;
 
 /// Share of physical memory a job may use when neither the job nor a
 /// cgroup sets a limit: the rest is the page cache, the operating system

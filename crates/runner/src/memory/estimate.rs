@@ -12,8 +12,8 @@ use arrow::array::{Array, RecordBatch};
 use kanon_engine::memory::WorkingSet;
 use kanon_engine::spec::JobSpec;
 
-use crate::dataset::{Dataset, BATCH_ROWS};
-use crate::storage::Storage;
+use kanon_io::dataset::{Dataset, BATCH_ROWS};
+use kanon_io::storage::Storage;
 
 /// The process before any data: the binary's pages, the allocator's
 /// arenas, the thread pools, the job and its hierarchies (27 MiB measured

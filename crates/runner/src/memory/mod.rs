@@ -8,9 +8,9 @@ mod phases;
 use anyhow::Result;
 use kanon_engine::spec::JobSpec;
 
-use crate::exit::Failure;
 pub(crate) use budget::Budget;
 pub(crate) use estimate::{Estimate, Sample, Shape};
+use kanon_io::exit::Failure;
 pub(crate) use phases::Phases;
 
 /// `bytes` for a person: `1.9 GiB`, `312 MiB`.

@@ -26,7 +26,7 @@ impl Phases {
     /// Ends `phase`: records the peak since the last boundary and resets
     /// the mark for the next.
     pub fn end(&mut self, phase: &'static str) {
-        let Some(peak) = crate::ops::peak_rss_bytes() else {
+        let Some(peak) = kanon_io::ops::peak_rss_bytes() else {
             return;
         };
         self.peaks.push((phase, peak));
@@ -37,7 +37,7 @@ impl Phases {
 
     /// The peak of the whole run so far (the phases' and the current one).
     pub fn peak(&self) -> Option<u64> {
-        let now = crate::ops::peak_rss_bytes();
+        let now = kanon_io::ops::peak_rss_bytes();
         self.peaks.iter().map(|&(_, p)| p).chain(now).max()
     }
 

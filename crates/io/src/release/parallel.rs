@@ -68,7 +68,7 @@ impl<W: Write + Send> ParallelWriter<W> {
     }
 
     /// Encodes `batch`, flushing row groups at the row and byte limits.
-    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }

@@ -138,7 +138,6 @@ impl Certificate {
     /// published classes achieve, and every row read but not published is
     /// counted as suppressed, whether the algorithm or the query withheld
     /// it.
-    #[cfg(feature = "sql")]
     pub fn of_labels(
         job: &Job,
         verified: &Verified,

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use crate::exit::Failure;
 
 /// A written file, removed again with [`Artefact::remove`].
-pub(crate) struct Artefact(PathBuf);
+pub struct Artefact(PathBuf);
 
 impl Artefact {
     /// Writes `bytes` to `path`. `what` names the file and `flag` the option
@@ -21,7 +21,7 @@ impl Artefact {
     /// # Errors
     /// A bad-input failure when the directory does not exist; an I/O error
     /// when the file cannot be written.
-    pub(crate) fn write(path: &Path, bytes: &[u8], what: &str, flag: &str) -> Result<Artefact> {
+    pub fn write(path: &Path, bytes: &[u8], what: &str, flag: &str) -> Result<Artefact> {
         let parent = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -48,7 +48,7 @@ impl Artefact {
     }
 
     /// Deletes the file (its release was not committed).
-    pub(crate) fn remove(self) {
+    pub fn remove(self) {
         let _ = std::fs::remove_file(&self.0);
     }
 }

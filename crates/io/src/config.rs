@@ -32,7 +32,6 @@ use rustc_hash::FxHashMap;
 
 use crate::exit::Failure;
 use crate::storage::Location;
-use crate::JobArgs;
 
 /// The sections of a job file that environment variables may override.
 pub const ENV_SECTIONS: [&str; 6] = [
@@ -43,6 +42,35 @@ pub const ENV_SECTIONS: [&str; 6] = [
     "storage",
     "resources",
 ];
+
+/// What a front end asks the loader for: the job file and the overrides
+/// its user gave, in order of precedence (after `KANON_*` variables).
+#[derive(Debug, Clone, Default)]
+pub struct JobRequest {
+    /// The job file (TOML).
+    pub config: PathBuf,
+    /// `--set section.key=value` as typed: parsed by the loader, so a bad
+    /// one is reported with the other errors of the job.
+    pub set: Vec<String>,
+    /// The dedicated flags (`--k`, `--algorithm`, `--s3-endpoint`, ...) as
+    /// overrides, applied after `set`.
+    pub flags: Vec<Override>,
+    /// Whether the overrides may weaken the file's privacy.
+    pub weaken_privacy: bool,
+}
+
+impl JobRequest {
+    /// The job file at `config` as written, with no overrides but `flags`:
+    /// for commands that read a job without overriding it (`kanon
+    /// inspect`).
+    pub fn file(config: PathBuf, flags: Vec<Override>) -> Self {
+        JobRequest {
+            config,
+            flags,
+            ..JobRequest::default()
+        }
+    }
+}
 
 /// A loaded job: the spec, where its file lives, and its hierarchies.
 #[derive(Debug, Clone)]
@@ -177,7 +205,7 @@ impl Job {
     ///
     /// # Errors
     /// Bad-input failures naming the file, the setting and the override.
-    pub fn load(args: &JobArgs) -> Result<Job> {
+    pub fn load(args: &JobRequest) -> Result<Job> {
         Self::load_with_env(args, std::env::vars())
     }
 
@@ -186,7 +214,7 @@ impl Job {
     /// # Errors
     /// As [`Job::load`].
     pub fn load_with_env(
-        args: &JobArgs,
+        args: &JobRequest,
         vars: impl Iterator<Item = (String, String)>,
     ) -> Result<Job> {
         let path = args.config.clone();
@@ -206,25 +234,7 @@ impl Job {
         for s in &args.set {
             overrides.push(parse_set(s)?);
         }
-        let flag = |key: &str, value: String, source: &str| Override::parse(key, &value, source);
-        if let Some(k) = args.k {
-            overrides.push(flag("privacy.k", k.to_string(), "--k"));
-        }
-        if let Some(a) = &args.algorithm {
-            // Quoted: an algorithm name is always a string.
-            overrides.push(flag("algorithm.name", format!("{a:?}"), "--algorithm"));
-        }
-        if let Some(s) = args.seed {
-            overrides.push(flag("algorithm.seed", s.to_string(), "--seed"));
-        }
-        if let Some(s) = args.suppression_limit {
-            overrides.push(flag(
-                "privacy.suppression_limit",
-                s.to_string(),
-                "--suppression-limit",
-            ));
-        }
-        overrides.extend(args.storage.overrides());
+        overrides.extend(args.flags.iter().cloned());
         let base = doc.clone();
         apply_overrides(&mut doc, &overrides)?;
         for o in &overrides {

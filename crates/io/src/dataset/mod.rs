@@ -15,7 +15,7 @@
 //! `listing`, opening Parquet files (footers, schema unification, ranged
 //! reads of objects) in `parquet_input`, opening CSV files (format settings,
 //! error messages without values, hashing) in `csv_input`, and streaming
-//! the rows in [`Scan`](scan::Scan) (`scan`); this file holds [`Dataset`] itself.
+//! the rows in `Scan` (`scan`); this file holds [`Dataset`] itself.
 
 use std::path::Path;
 
@@ -369,7 +369,7 @@ impl Dataset {
 
 /// Whether `location` is a Delta table (local directory or S3 prefix with a
 /// `_delta_log`).
-pub(crate) fn is_delta_table(storage: &Storage, location: &Location) -> Result<bool> {
+pub fn is_delta_table(storage: &Storage, location: &Location) -> Result<bool> {
     match location {
         Location::Local(p) => Ok(p.join("_delta_log").is_dir()),
         Location::S3 { key, .. }

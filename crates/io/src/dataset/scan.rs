@@ -210,7 +210,7 @@ impl Dataset {
     /// into [`Dataset::schema`], ascending), or every column.
     ///
     /// With `fingerprint` set, CSV bytes are hashed while they are read (see
-    /// [`Scan::csv_hash`] and [`Dataset::fingerprint`]).
+    /// `Scan::csv_hash` and [`Dataset::fingerprint`]).
     pub fn scan<'a>(
         &'a self,
         storage: &'a Storage,

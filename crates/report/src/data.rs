@@ -13,16 +13,16 @@ use kanon_engine::verify::Verified;
 use serde::Serialize;
 
 use super::tally::{ClassSizes, InputTally, ReleaseTally};
-use crate::config::Job;
+use kanon_io::config::Job;
 
 /// One row of a table of measures: a name, its value as shown, and what it
 /// means. The further risk measures ([`risk_measures`]) and the utility
 /// metrics are such rows.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub(crate) struct Measure {
-    pub(crate) name: String,
-    pub(crate) value: String,
-    pub(crate) explanation: String,
+pub struct Measure {
+    pub name: String,
+    pub value: String,
+    pub explanation: String,
 }
 
 impl Measure {
@@ -202,23 +202,23 @@ pub(crate) struct Provenance {
 }
 
 /// What a report is made of.
-pub(crate) struct Sources<'a> {
-    pub(crate) job: &'a Job,
-    pub(crate) privacy: &'a Privacy,
-    pub(crate) release: String,
-    pub(crate) input: Option<String>,
-    pub(crate) before: Option<&'a InputTally>,
-    pub(crate) before_note: Option<String>,
-    pub(crate) after: &'a ReleaseTally,
+pub struct Sources<'a> {
+    pub job: &'a Job,
+    pub privacy: &'a Privacy,
+    pub release: String,
+    pub input: Option<String>,
+    pub before: Option<&'a InputTally>,
+    pub before_note: Option<String>,
+    pub after: &'a ReleaseTally,
     /// Verification of the published labels: what it found, or why it failed.
-    pub(crate) verified: Result<&'a Verified, String>,
-    pub(crate) rows_in: Option<u64>,
+    pub verified: Result<&'a Verified, String>,
+    pub rows_in: Option<u64>,
     /// The engine's metrics, when the report is made by the run itself.
-    pub(crate) metrics: Option<&'a Report>,
-    pub(crate) metadata: Vec<(String, String)>,
-    pub(crate) files: Vec<String>,
+    pub metrics: Option<&'a Report>,
+    pub metadata: Vec<(String, String)>,
+    pub files: Vec<String>,
     /// Further risk measures beyond kanon's own, shown after them.
-    pub(crate) further: Vec<Measure>,
+    pub further: Vec<Measure>,
 }
 
 /// Bars shown of a QI's published labels.
@@ -508,7 +508,7 @@ fn further_risk(after: &Risk) -> Vec<Measure> {
 /// models of El Emam & Dankar, the population-uniqueness estimates (Pitman,
 /// Zayatz, SNB, Dankar et al.'s rule) and the QI combinations that single
 /// records out (SUDA's minimal sample uniques, attribute names only).
-pub(crate) fn risk_measures(before: Option<&RiskProfile>, after: &RiskProfile) -> Vec<Measure> {
+pub fn risk_measures(before: Option<&RiskProfile>, after: &RiskProfile) -> Vec<Measure> {
     let pair = |f: &dyn Fn(&RiskProfile) -> Option<String>| -> String {
         let a = f(after).unwrap_or_else(|| "-".into());
         match before {

@@ -57,7 +57,7 @@ impl ClassSizes {
 /// values and, per QI, the frequencies of its distinct values sorted from
 /// the most to the least frequent, without the values themselves.
 #[derive(Debug, Clone)]
-pub(crate) struct InputTally {
+pub struct InputTally {
     /// Rows read.
     pub(crate) rows: usize,
     /// Classes of the raw QI values.
@@ -69,7 +69,7 @@ pub(crate) struct InputTally {
 impl InputTally {
     /// Counts `table`, the job's input as encoded for the algorithm (each
     /// code a raw value). Keeps no label.
-    pub(crate) fn of(table: &QiTable) -> InputTally {
+    pub fn of(table: &QiTable) -> InputTally {
         let classes = EquivalenceClasses::of(table);
         let frequencies = table
             .columns()
@@ -122,7 +122,7 @@ pub(crate) struct Label {
 
 /// A release's published classes and labels.
 #[derive(Debug, Clone)]
-pub(crate) struct ReleaseTally {
+pub struct ReleaseTally {
     /// Published rows.
     pub(crate) rows: usize,
     /// Published classes.

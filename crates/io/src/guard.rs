@@ -20,7 +20,7 @@ use crate::storage::Location;
 /// What one command reads (or has already claimed for writing), each with
 /// what it is, for the refusal.
 #[derive(Debug, Default)]
-pub(crate) struct Reads {
+pub struct Reads {
     items: Vec<(String, Location)>,
 }
 
@@ -30,7 +30,7 @@ impl Reads {
     ///
     /// # Errors
     /// A bad-input failure when the population location does not parse.
-    pub(crate) fn of_job(job: &Job) -> Result<Reads> {
+    pub fn of_job(job: &Job) -> Result<Reads> {
         let mut reads = Reads::default();
         reads.add("the job file", Location::Local(job.path.clone()));
         for (attribute, path, _) in job.spec.hierarchy_files() {
@@ -46,7 +46,7 @@ impl Reads {
     }
 
     /// Adds a location the command reads or writes.
-    pub(crate) fn add(&mut self, what: impl Into<String>, location: Location) {
+    pub fn add(&mut self, what: impl Into<String>, location: Location) {
         self.items.push((what.into(), location));
     }
 
@@ -56,7 +56,7 @@ impl Reads {
     ///
     /// # Errors
     /// A bad-input failure naming both paths.
-    pub(crate) fn check(&self, what: &str, target: &Location) -> Result<()> {
+    pub fn check(&self, what: &str, target: &Location) -> Result<()> {
         if let Some((read, at)) = self.items.iter().find(|(_, at)| target.overlaps(at)) {
             return Err(Failure::bad_input(format!(
                 "{what} {target} is, contains or lies inside {read} {at}: writing it would overwrite or replace what this command reads; choose another path"
@@ -71,7 +71,7 @@ impl Reads {
     ///
     /// # Errors
     /// As [`Reads::check`].
-    pub(crate) fn claim(&mut self, what: &str, target: Location) -> Result<()> {
+    pub fn claim(&mut self, what: &str, target: Location) -> Result<()> {
         self.check(what, &target)?;
         self.add(what.to_string(), target);
         Ok(())

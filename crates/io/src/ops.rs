@@ -16,7 +16,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use crate::exit::{Failure, INTERRUPTED, TERMINATED, TIMED_OUT};
 
 /// How logs are written to stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
     /// Human-readable lines.
     Text,
@@ -309,7 +309,8 @@ pub fn capture_output<T>(f: impl FnOnce() -> T) -> (T, String) {
 }
 
 /// A line for standard output, or for the capture of [`capture_output`].
-pub(crate) fn out_line(line: std::fmt::Arguments<'_>) {
+#[doc(hidden)]
+pub fn out_line(line: std::fmt::Arguments<'_>) {
     let kept = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
         Some(s) => {
             use std::fmt::Write as _;

@@ -27,14 +27,14 @@
 //! a partial release, but can leave, next to the destination:
 //! - a hidden local file or directory `.kanon-tmp-<host>-<pid>-*`; the next
 //!   run writing next to it removes it once its process is gone (same host,
-//!   no such pid), or after [`STALE_LOCAL`](temporaries::STALE_LOCAL)
+//!   no such pid), or after `STALE_LOCAL`
 //!   whatever its origin;
 //! - a spill directory `.kanon-spill-<host>-<pid>-*` in the system temporary
 //!   directory (`crate::spill`), removed the same way by the next job that
 //!   spills;
 //! - on S3, a staged object `.kanon-tmp-*` (killed between upload and
 //!   commit); the next run writing to the same prefix removes those older
-//!   than [`STALE_S3`](temporaries::STALE_S3);
+//!   than `STALE_S3`;
 //! - on S3, an incomplete multipart upload (invisible, billed as storage).
 //!   `object_store` cannot list pending uploads, so kanon cannot clean them:
 //!   use a bucket lifecycle rule (`AbortIncompleteMultipartUpload`) or

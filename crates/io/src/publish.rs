@@ -72,6 +72,98 @@ pub enum Published {
 }
 
 /// A release being written, then published (see the module docs).
+///
+/// # Example
+///
+/// Publishing rows that were anonymised elsewhere, as `kanon sql --output`
+/// does: every batch goes both to the check and to the writer, and the
+/// release is committed (here a Parquet file with its manifest) only when
+/// the check holds. Before [`Publisher::publish`], nothing is at the
+/// destination.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use arrow::array::{RecordBatch, StringArray};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use kanon_engine::privacy::Privacy;
+/// use kanon_io::certificate::Certificate;
+/// use kanon_io::config::Job;
+/// use kanon_io::ops::Ui;
+/// use kanon_io::publish::{Published, Publisher, Target};
+/// use kanon_io::release::{manifest_location, ReleaseOptions};
+/// use kanon_io::release_check::{Checked, ReleaseCheck};
+/// use kanon_io::storage::{Location, Storage};
+///
+/// # fn main() -> anyhow::Result<()> {
+/// // The job the rows must satisfy: 2-anonymous on age and zip, with two
+/// // distinct diagnoses in each class.
+/// let doc: toml::Table = r#"
+///     [privacy]
+///     k = 2
+///     l = 2
+///     [[attributes]]
+///     name = "age"
+///     role = "quasi-identifier"
+///     [[attributes]]
+///     name = "zip"
+///     role = "quasi-identifier"
+///     [[attributes]]
+///     name = "diagnosis"
+///     role = "sensitive"
+/// "#
+/// .parse()?;
+/// let job = Job {
+///     spec: kanon_engine::job::overrides::spec_of(doc)?,
+///     path: Default::default(),
+///     hierarchies: Default::default(),
+/// };
+/// let privacy = Privacy::from_spec(&job.spec)?;
+///
+/// // Rows already generalised: two classes of two rows each.
+/// let schema = Arc::new(Schema::new(
+///     ["age", "zip", "diagnosis"].map(|n| Field::new(n, DataType::Utf8, false)).to_vec(),
+/// ));
+/// let column = |v: [&str; 4]| Arc::new(StringArray::from(v.to_vec())) as _;
+/// let batch = RecordBatch::try_new(schema.clone(), vec![
+///     column(["[20-29]", "[20-29]", "[30-39]", "[30-39]"]),
+///     column(["130**", "130**", "148**", "148**"]),
+///     column(["flu", "asthma", "flu", "ulcer"]),
+/// ])?;
+///
+/// let dir = tempfile::tempdir()?;
+/// let destination = Location::Local(dir.path().join("release.parquet"));
+/// let storage = Storage::new(&job.spec.storage);
+/// let options = ReleaseOptions {
+///     max_file_bytes: None,
+///     row_group_rows: 1024,
+///     zstd_level: 3,
+///     overwrite: false,
+///     metadata: Vec::new(),
+///     direct: None,
+/// };
+/// let mut check = ReleaseCheck::new(&job, &schema, "the example's rows")?;
+/// let mut publisher =
+///     Publisher::create(&storage, Target::Parquet(destination.clone()), schema, options)?;
+/// check.push(&batch)?;
+/// publisher.write(&batch)?;
+/// assert!(!dir.path().join("release.parquet").exists(), "nothing is visible yet");
+///
+/// let (Checked::Holds(verified), Some(labels)) = check.finish(&privacy)? else {
+///     panic!("the rows do not satisfy the job: nothing is published");
+/// };
+/// let diversity = kanon_engine::metrics::release_diversity(&labels);
+/// let certificate = Certificate::of_labels(&job, &verified, &diversity, 4);
+/// let published =
+///     publisher.publish(&job, &privacy, &verified, &certificate, None, &Ui::embedded())?;
+///
+/// let Published::Committed { files, .. } = published else { unreachable!() };
+/// assert_eq!(files, vec![destination.clone()]);
+/// let Location::Local(manifest) = manifest_location(&destination, false) else { unreachable!() };
+/// assert!(manifest.exists(), "the manifest carries the certificate");
+/// # Ok(())
+/// # }
+/// ```
 pub struct Publisher<'a> {
     storage: &'a Storage,
     target: Target,

@@ -157,7 +157,7 @@ impl Spill {
 ///
 /// # Errors
 /// Arrow failures.
-pub(crate) fn by_bucket(
+pub fn by_bucket(
     batch: &RecordBatch,
     groups: &[u32],
     bucket_of: impl Fn(u32) -> usize,

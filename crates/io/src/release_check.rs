@@ -18,12 +18,12 @@ use crate::storage::{Location, Storage};
 /// Recounts δ-presence: reads the population the release was drawn from
 /// (`input`, the job's input, encoded as `kanon anonymize` encodes it) and matches
 /// every population record to the published class whose labels cover its
-/// values ([`DeltaPresence::count_release`]). Returns what the release
+/// values (`DeltaPresence::count_release`). Returns what the release
 /// achieves, or why it fails.
 ///
 /// # Errors
 /// Read and encoding failures.
-pub(crate) fn check_presence(
+pub fn check_presence(
     job: &Job,
     presence: &kanon_engine::privacy::DeltaPresence,
     storage: &Storage,
@@ -61,7 +61,7 @@ pub(crate) fn check_presence(
 }
 
 /// What [`check`] found.
-pub(crate) enum Checked {
+pub enum Checked {
     /// The release satisfies the job.
     Holds(kanon_engine::verify::Verified),
     /// It does not: why, by counts and column names.
@@ -73,7 +73,7 @@ pub(crate) enum Checked {
 ///
 /// # Errors
 /// Read failures; a release whose columns do not fit the job.
-pub(crate) fn check(
+pub fn check(
     job: &Job,
     privacy: &Privacy,
     storage: &Storage,
@@ -89,7 +89,7 @@ pub(crate) fn check(
 ///
 /// # Errors
 /// As [`check`].
-pub(crate) fn check_with_labels(
+pub fn check_with_labels(
     job: &Job,
     privacy: &Privacy,
     storage: &Storage,
@@ -115,7 +115,7 @@ pub(crate) fn check_with_labels(
 /// `kanon verify`, or a SQL query's result before `kanon sql` publishes
 /// it): no identifying column, pseudonyms only in pseudonymised columns,
 /// every privacy model on the classes the labels form.
-pub(crate) struct ReleaseCheck {
+pub struct ReleaseCheck {
     /// The QI, sensitive and pseudonymised columns the check reads.
     columns: Vec<String>,
     /// The pseudonymised columns of the release.
@@ -143,7 +143,7 @@ impl ReleaseCheck {
     ///
     /// # Errors
     /// A release whose QI or sensitive columns are missing.
-    pub(crate) fn new(job: &Job, schema: &arrow::datatypes::Schema, label: &str) -> Result<Self> {
+    pub fn new(job: &Job, schema: &arrow::datatypes::Schema, label: &str) -> Result<Self> {
         // Pseudonymised columns must hold pseudonyms only (64 hex digits):
         // anything else is a raw identifier published by mistake.
         let pseudonymised: Vec<String> = job
@@ -247,7 +247,7 @@ impl ReleaseCheck {
     ///
     /// # Errors
     /// A batch the check cannot read (a null QI label).
-    pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+    pub fn push(&mut self, batch: &RecordBatch) -> Result<()> {
         if self.failed.is_some() {
             return Ok(());
         }
@@ -298,7 +298,7 @@ impl ReleaseCheck {
     ///
     /// # Errors
     /// A check that could not run.
-    pub(crate) fn finish(self, privacy: &Privacy) -> Result<(Checked, Option<QiTable>)> {
+    pub fn finish(self, privacy: &Privacy) -> Result<(Checked, Option<QiTable>)> {
         if let Some(msg) = self.failed {
             return Ok((Checked::Fails(msg), None));
         }
@@ -345,7 +345,7 @@ impl ReleaseCheck {
 /// The release's columns that are identifying for `spec` (by role, or as
 /// unlisted columns under `[columns] unlisted = "identifying"`), each as
 /// `` `name` ``: a release must have dropped them all.
-pub(crate) fn identifying_columns(
+pub fn identifying_columns(
     spec: &kanon_engine::spec::JobSpec,
     schema: &arrow::datatypes::Schema,
 ) -> Vec<String> {

@@ -3,8 +3,8 @@
 use super::*;
 use kanon_engine::spec::MissingSensitive;
 
-fn args(config: &Path) -> JobArgs {
-    JobArgs::file(config.to_path_buf(), Default::default())
+fn args(config: &Path) -> JobRequest {
+    JobRequest::file(config.to_path_buf(), Vec::new())
 }
 
 fn job_file(dir: &Path) -> PathBuf {
@@ -57,7 +57,7 @@ fn overrides_may_not_weaken_the_job_files_privacy() {
     // k < 2 stays an error even on purpose.
     let mut a = args(&p);
     a.weaken_privacy = true;
-    a.k = Some(1);
+    a.flags = vec![Override::parse("privacy.k", "1", "--k")];
     let err = Job::load_with_env(&a, std::iter::empty())
         .unwrap_err()
         .to_string();
@@ -131,7 +131,7 @@ fn environment_then_command_line_override_the_file() {
     );
     let mut a = args(&p);
     a.weaken_privacy = true;
-    a.k = Some(7);
+    a.flags = vec![Override::parse("privacy.k", "7", "--k")];
     a.set = vec!["algorithm.seed=42".into(), "output.path=out.parquet".into()];
     let job = Job::load_with_env(&a, env.into_iter()).unwrap();
     assert_eq!(job.spec.privacy.k, 7);
