@@ -324,24 +324,10 @@ pub fn parse_options(text: &str, function: &str) -> Result<Map<String, Value>> {
     }
 }
 
-/// Resolves a path written in a job file like the runner's `config.rs`: as
-/// given when absolute or existing, else relative to the job file's
-/// directory, then its parent.
+/// Resolves a path written in a job file ([`kanon_engine::job::paths::resolve`],
+/// the rule the command line's loader follows).
 fn resolve(path: &str, config: Option<&Path>) -> PathBuf {
-    let direct = PathBuf::from(path);
-    if direct.is_absolute() || direct.exists() {
-        return direct;
-    }
-    if let Some(cfg) = config {
-        let dir = cfg.parent().unwrap_or(Path::new("."));
-        for base in [dir.to_path_buf(), dir.join("..")] {
-            let candidate = base.join(path);
-            if candidate.exists() {
-                return candidate;
-            }
-        }
-    }
-    direct
+    kanon_engine::job::paths::resolve(path, config, Path::exists)
 }
 
 /// An option's value as the TOML value of a job file.

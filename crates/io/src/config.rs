@@ -409,24 +409,13 @@ impl Job {
     }
 }
 
-/// The value at a dotted key of a TOML document, if set.
-/// Resolves path `p` written in job file `job`: as written when absolute or
-/// existing, else relative to the job file's directory, then its parent.
+/// Resolves path `p` written in job file `job`
+/// ([`kanon_engine::job::paths::resolve`], the rule SQL's options follow).
 fn resolve_in(job: &Path, p: &str) -> PathBuf {
-    let direct = PathBuf::from(p);
-    if direct.is_absolute() || direct.exists() {
-        return direct;
-    }
-    let dir = job.parent().unwrap_or(Path::new("."));
-    for base in [dir.to_path_buf(), dir.join("..")] {
-        let candidate = base.join(p);
-        if candidate.exists() || has_glob(p) && candidate.parent().is_some_and(|d| d.exists()) {
-            return candidate;
-        }
-    }
-    direct
+    kanon_engine::job::paths::resolve(p, Some(job), Path::exists)
 }
 
+/// The value at a dotted key of a TOML document, if set.
 fn lookup<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
     let mut parts = key.split('.');
     let mut value = doc.get(parts.next()?)?;
@@ -434,10 +423,6 @@ fn lookup<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
         value = value.as_table()?.get(p)?;
     }
     Some(value)
-}
-
-fn has_glob(s: &str) -> bool {
-    s.contains(['*', '?', '['])
 }
 
 #[cfg(test)]

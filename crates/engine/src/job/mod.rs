@@ -10,6 +10,7 @@
 //! text over through a closure.
 
 pub mod overrides;
+pub mod paths;
 
 use std::sync::Arc;
 
