@@ -401,49 +401,8 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             )
             .into());
         }
-        let delta = DeltaOutput {
-            location: table.location.clone(),
-            mode: kanon_io::delta::Mode::Append,
-            partition: Default::default(),
-        };
-        storage.check_conditional_writes(&table.location)?;
-        let target = Target::Delta(
-            delta,
-            kanon_io::delta::Table::at(&storage, &table.location)?,
-        );
-        let options = ReleaseOptions {
-            max_file_bytes,
-            row_group_rows: 1 << 20,
-            zstd_level: 3,
-            overwrite: false,
-            metadata: provenance(),
-            direct: Some(kanon_io::delta::run_token()),
-        };
-        let what = format!("INSERT INTO {}", table.name);
-        let published = publish_query(
-            &rt,
-            &ctx,
-            dml.input.as_ref().clone(),
-            &storage,
-            target,
-            options,
-            &what,
-            args.unchecked_series,
-            ui,
-        )?;
-        let (rows, version) = match published {
-            Ok((rows, Published::Committed { delta_version, .. })) => (rows, delta_version),
-            Ok((_, Published::AlreadyReleased { version })) => (0, Some(version)),
-            Err(code) => return Ok(code),
-        };
-        if !ui.quiet {
-            outln!(
-                "kanon sql: {rows} rows -> Delta table {} version {} (append, with its certificate)",
-                table.location,
-                version.unwrap_or(-1)
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
+        let input = dml.input.as_ref().clone();
+        return insert_into(&rt, &ctx, input, table, &storage, max_file_bytes, args, ui);
     }
     // DataFusion's COPY truncates its target before the query runs: a
     // target that is a table of the query would lose the input.
@@ -456,35 +415,119 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<ExitCode> {
             .into());
         }
     }
-    if let Some(out) = output {
-        let options = ReleaseOptions {
-            max_file_bytes,
-            row_group_rows: 1 << 20,
-            zstd_level: 3,
-            overwrite: args.overwrite,
-            metadata: provenance(),
-            direct: None,
-        };
-        let published = publish_query(
-            &rt,
-            &ctx,
-            df.logical_plan().clone(),
-            &storage,
-            Target::Parquet(out.clone()),
-            options,
-            "--output",
-            false,
-            ui,
-        )?;
-        let rows = match published {
-            Ok((rows, _)) => rows,
-            Err(code) => return Ok(code),
-        };
-        if !ui.quiet {
-            outln!("kanon sql: {rows} rows -> {out} (with its manifest and certificate)");
+    match output {
+        Some(out) => {
+            let plan = df.logical_plan().clone();
+            write_output(&rt, &ctx, plan, out, &storage, max_file_bytes, args, ui)
         }
-        return Ok(ExitCode::SUCCESS);
+        None => print_result(&rt, df, args),
     }
+}
+
+/// `INSERT INTO` a registered Delta table: the query's rows published
+/// through the [`Publisher`] as an append, verified and certified.
+#[allow(clippy::too_many_arguments)]
+fn insert_into(
+    rt: &tokio::runtime::Runtime,
+    ctx: &SessionContext,
+    input: LogicalPlan,
+    table: &TableArg,
+    storage: &Storage,
+    max_file_bytes: Option<u64>,
+    args: &SqlArgs,
+    ui: &Ui,
+) -> Result<ExitCode> {
+    let delta = DeltaOutput {
+        location: table.location.clone(),
+        mode: kanon_io::delta::Mode::Append,
+        partition: Default::default(),
+    };
+    storage.check_conditional_writes(&table.location)?;
+    let target = Target::Delta(delta, kanon_io::delta::Table::at(storage, &table.location)?);
+    let options = ReleaseOptions {
+        max_file_bytes,
+        row_group_rows: 1 << 20,
+        zstd_level: 3,
+        overwrite: false,
+        metadata: provenance(),
+        direct: Some(kanon_io::delta::run_token()),
+    };
+    let what = format!("INSERT INTO {}", table.name);
+    let published = publish_query(
+        rt,
+        ctx,
+        input,
+        storage,
+        target,
+        options,
+        &what,
+        args.unchecked_series,
+        ui,
+    )?;
+    let (rows, version) = match published {
+        Ok((rows, Published::Committed { delta_version, .. })) => (rows, delta_version),
+        Ok((_, Published::AlreadyReleased { version })) => (0, Some(version)),
+        Err(code) => return Ok(code),
+    };
+    if !ui.quiet {
+        outln!(
+            "kanon sql: {rows} rows -> Delta table {} version {} (append, with its certificate)",
+            table.location,
+            version.unwrap_or(-1)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--output`: the query's rows published through the [`Publisher`] as a
+/// Parquet release with its manifest and certificate.
+#[allow(clippy::too_many_arguments)]
+fn write_output(
+    rt: &tokio::runtime::Runtime,
+    ctx: &SessionContext,
+    plan: LogicalPlan,
+    out: Location,
+    storage: &Storage,
+    max_file_bytes: Option<u64>,
+    args: &SqlArgs,
+    ui: &Ui,
+) -> Result<ExitCode> {
+    let options = ReleaseOptions {
+        max_file_bytes,
+        row_group_rows: 1 << 20,
+        zstd_level: 3,
+        overwrite: args.overwrite,
+        metadata: provenance(),
+        direct: None,
+    };
+    let published = publish_query(
+        rt,
+        ctx,
+        plan,
+        storage,
+        Target::Parquet(out.clone()),
+        options,
+        "--output",
+        false,
+        ui,
+    )?;
+    let rows = match published {
+        Ok((rows, _)) => rows,
+        Err(code) => return Ok(code),
+    };
+    if !ui.quiet {
+        outln!("kanon sql: {rows} rows -> {out} (with its manifest and certificate)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A query without `--output`: its result printed (at most `--max-rows`
+/// rows), and a `COPY ... TO` target kept.
+fn print_result(
+    rt: &tokio::runtime::Runtime,
+    df: datafusion::dataframe::DataFrame,
+    args: &SqlArgs,
+) -> Result<ExitCode> {
     let mut copy_target = CopyTarget::of(df.logical_plan());
     let planned = rt.block_on(df.execute_stream());
     let mut stream = match planned {

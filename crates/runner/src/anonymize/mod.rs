@@ -48,6 +48,7 @@ use kanon_engine::{Anonymization, Error};
 use crate::memory::{Budget, MemoryPlan, Phases, Sample, Shape};
 use crate::JobArgs;
 use buckets::ReleaseBuckets;
+use kanon_engine::metrics::risk::RiskProfile;
 use kanon_io::artefact::Artefact;
 use kanon_io::certificate::{Certificate, InputIdentity};
 use kanon_io::config::Job;
@@ -60,7 +61,7 @@ use kanon_io::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use kanon_io::publish::{Published, Publisher, Target};
 use kanon_io::release::{parse_size, ReleaseOptions};
 use kanon_io::storage::{Location, Storage};
-use kanon_report::{InputTally, Sources};
+use kanon_report::{InputTally, ReleaseTally, Sources};
 
 /// Rows of a spilled bucket, sorted in memory at once (`output.buffer_rows`).
 const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
@@ -252,52 +253,16 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     };
     // Every artefact is written before the commit, so nothing can fail
     // after the release is published; a failed commit takes it back.
-    let metrics = match &args.metrics_json {
-        Some(path) => Some(report::write_metrics(
-            path,
-            &run.metrics_json(writer.files()),
-        )?),
-        None => None,
-    };
-    let report_file = match (&args.report, &after) {
-        (Some(path), Some((after, after_risk))) => {
-            let sources = Sources {
-                job: &plan.job,
-                privacy: &privacy,
-                release: plan.output.to_string(),
-                input: Some(plan.input.to_string()),
-                before: before.as_ref(),
-                before_note: None,
-                after,
-                verified: Ok(&release_check),
-                rows_in: Some(rows_in),
-                metrics: Some(&result.report),
-                metadata,
-                files: writer.files().iter().map(|f| f.to_string()).collect(),
-                further: kanon_report::risk_measures(before_risk.as_ref(), after_risk),
-            };
-            match kanon_report::write(path, &sources, "--report") {
-                Ok(f) => Some(f),
-                Err(e) => {
-                    if let Some(m) = metrics {
-                        m.remove();
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        _ => None,
-    };
-    let take_back = |metrics: Option<Artefact>, report_file: Option<Artefact>| {
-        if let Some(m) = metrics {
-            m.remove();
-        }
-        if let Some(r) = report_file {
-            r.remove();
-        }
-    };
+    let artefacts = Artefacts::write(
+        args,
+        &run,
+        writer.files(),
+        before.as_ref(),
+        after.as_ref(),
+        metadata,
+    )?;
     if let Err(e) = barrier("before-commit").and_then(|()| check_interrupt()) {
-        take_back(metrics, report_file);
+        artefacts.take_back();
         return Err(e);
     }
     let rows_out = writer.rows();
@@ -325,33 +290,106 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
             delta_version,
         }) => (files, delta_version),
         Ok(Published::AlreadyReleased { version }) => {
-            take_back(metrics, report_file);
+            artefacts.take_back();
             already_released(ui, &plan, version);
             return Ok(ExitCode::SUCCESS);
         }
         Err(e) => {
-            take_back(metrics, report_file);
+            artefacts.take_back();
             return Err(e);
         }
     };
     run.log_committed(files.len(), rows_out);
     if !ui.quiet {
-        run.print_summary(files.len());
-        if let (Some((d, _)), Some(version)) = (&plan.delta, delta_version) {
-            outln!(
-                "  Delta table   {} version {version} ({})",
-                d.location,
-                d.mode.name()
-            );
-        }
-        if let Some(key) = &plan.signed_by {
-            outln!("  signed        certificate signed by Ed25519 key {key} (kanon verify --trusted-key {key})");
-        }
-        if let Some(path) = &args.report {
-            outln!("  report        {}", path.display());
-        }
+        print_committed(args, &run, files.len(), delta_version);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The metrics JSON and the HTML report of a run: written before its
+/// commit, so that nothing can fail once the release is published, and
+/// taken back when it is not published.
+#[derive(Default)]
+struct Artefacts {
+    metrics: Option<Artefact>,
+    report: Option<Artefact>,
+}
+
+impl Artefacts {
+    /// Writes what `args` asks for (`--metrics-json`, `--report`) about
+    /// `run`, whose release files are `files`; the report needs the input's
+    /// tally (`before`) and the release's with its risk (`after`).
+    fn write(
+        args: &AnonymizeArgs,
+        run: &report::Run,
+        files: &[Location],
+        before: Option<&InputTally>,
+        after: Option<&(ReleaseTally, RiskProfile)>,
+        metadata: Vec<(String, String)>,
+    ) -> Result<Artefacts> {
+        let mut out = Artefacts::default();
+        if let Some(path) = &args.metrics_json {
+            out.metrics = Some(report::write_metrics(path, &run.metrics_json(files))?);
+        }
+        let (Some(path), Some((after, after_risk))) = (&args.report, after) else {
+            return Ok(out);
+        };
+        let sources = Sources {
+            job: &run.plan.job,
+            privacy: run.privacy,
+            release: run.plan.output.to_string(),
+            input: Some(run.plan.input.to_string()),
+            before,
+            before_note: None,
+            after,
+            verified: Ok(run.release_check),
+            rows_in: Some(run.rows_in),
+            metrics: Some(&run.result.report),
+            metadata,
+            files: files.iter().map(|f| f.to_string()).collect(),
+            further: kanon_report::risk_measures(run.risk.map(|(b, _)| b), after_risk),
+        };
+        match kanon_report::write(path, &sources, "--report") {
+            Ok(f) => out.report = Some(f),
+            Err(e) => {
+                out.take_back();
+                return Err(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes what was written: the release was not published.
+    fn take_back(self) {
+        for artefact in [self.metrics, self.report].into_iter().flatten() {
+            artefact.remove();
+        }
+    }
+}
+
+/// The summary of a committed run, after the run's own lines
+/// (`report::Run::print_summary`): the Delta version, the signing key and
+/// the report.
+fn print_committed(
+    args: &AnonymizeArgs,
+    run: &report::Run,
+    files: usize,
+    delta_version: Option<i64>,
+) {
+    run.print_summary(files);
+    if let (Some((d, _)), Some(version)) = (&run.plan.delta, delta_version) {
+        outln!(
+            "  Delta table   {} version {version} ({})",
+            d.location,
+            d.mode.name()
+        );
+    }
+    if let Some(key) = &run.plan.signed_by {
+        outln!("  signed        certificate signed by Ed25519 key {key} (kanon verify --trusted-key {key})");
+    }
+    if let Some(path) = &args.report {
+        outln!("  report        {}", path.display());
+    }
 }
 
 /// Whether a run goes on to the algorithm after pass one.
