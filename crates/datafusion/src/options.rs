@@ -82,7 +82,7 @@ pub struct AnonymizeSettings {
 #[derive(Debug, Clone)]
 pub struct Job {
     settings: AnonymizeSettings,
-    hierarchies: FxHashMap<String, Arc<Hierarchy>>,
+    job: EngineJob,
     pseudonymiser: Pseudonymiser,
 }
 
@@ -250,7 +250,6 @@ impl Job {
                 plan_datafusion_err!("{function}(): {e}")
             }
         })?;
-        let hierarchies = job.hierarchies().clone();
         // The keys come from the environment of the process that plans
         // the query; only the variables' names are in the settings.
         let pseudonymiser =
@@ -258,7 +257,7 @@ impl Job {
                 .map_err(|e| plan_datafusion_err!("{function}(): {e}"))?;
         Ok(Job {
             settings,
-            hierarchies,
+            job,
             pseudonymiser,
         })
     }
@@ -280,7 +279,12 @@ impl Job {
 
     /// The parsed hierarchies, by the path written in the spec.
     pub fn hierarchies(&self) -> &FxHashMap<String, Arc<Hierarchy>> {
-        &self.hierarchies
+        self.job.hierarchies()
+    }
+
+    /// The engine's job: the validated spec and its parsed hierarchies.
+    pub fn engine_job(&self) -> &EngineJob {
+        &self.job
     }
 }
 

@@ -18,7 +18,7 @@ use kanon_engine::Anonymization;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::Job;
+use crate::config::JobFile;
 
 /// A certificate's signature ([`crate::signing`] makes and checks it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +104,7 @@ pub struct InputIdentity {
 impl Certificate {
     /// The certificate of a verified release of `job`.
     pub fn new(
-        job: &Job,
+        job: &JobFile,
         result: &Anonymization,
         verified: &Verified,
         rows_in: u64,
@@ -139,7 +139,7 @@ impl Certificate {
     /// counted as suppressed, whether the algorithm or the query withheld
     /// it.
     pub fn of_labels(
-        job: &Job,
+        job: &JobFile,
         verified: &Verified,
         diversity: &[SensitiveDiversity],
         rows_in: u64,
@@ -149,7 +149,7 @@ impl Certificate {
         verified.excluded_rows = 0;
         Certificate::of(
             job,
-            job.spec.algorithm.name.clone(),
+            job.spec().algorithm.name.clone(),
             diversity,
             &verified,
             rows_in,
@@ -158,14 +158,14 @@ impl Certificate {
     }
 
     fn of(
-        job: &Job,
+        job: &JobFile,
         algorithm: String,
         diversity: &[SensitiveDiversity],
         verified: &Verified,
         rows_in: u64,
         input: InputIdentity,
     ) -> Certificate {
-        let spec = &job.spec;
+        let spec = job.spec();
         let names = |it: &mut dyn Iterator<Item = &kanon_engine::spec::AttributeSpec>| {
             it.map(|a| a.name.clone()).collect::<Vec<_>>()
         };
@@ -282,9 +282,9 @@ pub fn diversity_discrepancies(found: &[SensitiveDiversity], claimed: &[LAchieve
 /// output and storage settings excluded, so a job's identity does not
 /// depend on where it reads or writes) and the bytes of its hierarchy
 /// files, in name order.
-pub fn job_hash(job: &Job) -> String {
-    spec_hash(&job.spec, |path| {
-        job.hierarchies
+pub fn job_hash(job: &JobFile) -> String {
+    spec_hash(job.spec(), |path| {
+        job.hierarchies()
             .get(path)
             .map(|h| tree_text(h))
             .unwrap_or_default()

@@ -72,15 +72,17 @@ impl JobRequest {
     }
 }
 
-/// A loaded job: the spec, where its file lives, and its hierarchies.
+/// A job file, loaded: the engine's runnable job (the spec with every
+/// override applied and validated, its hierarchies parsed) and the file it
+/// came from, against which the paths it names resolve. What the engine
+/// leaves to a front end (where the input, output and population are, the
+/// keys of pseudonymised columns) is read here.
 #[derive(Debug, Clone)]
-pub struct Job {
-    /// The spec with overrides applied.
-    pub spec: JobSpec,
-    /// The job file.
+pub struct JobFile {
+    job: kanon_engine::job::Job,
+    /// The job file (empty for a job that did not come from a file, e.g.
+    /// `anonymize()`'s in `kanon sql`).
     pub path: PathBuf,
-    /// Parsed hierarchy files by the path written in the spec.
-    pub hierarchies: FxHashMap<String, Arc<Hierarchy>>,
 }
 
 // One override of the job document, with where it came from: the
@@ -111,7 +113,7 @@ pub const OTHER_ENV_VARS: [&str; 10] = [
 /// The `KANON_*` variables of `vars`: the overrides they give
 /// (`KANON_<SECTION>_<KEY>`), and the names of those that are neither an
 /// override nor one of [`OTHER_ENV_VARS`] (a typo such as
-/// `KANON_PRIVACYK`, which [`Job::load`] refuses unless the job names it as
+/// `KANON_PRIVACYK`, which [`JobFile::load`] refuses unless the job names it as
 /// a `key_env`).
 pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> (Vec<Override>, Vec<String>) {
     let mut out = Vec::new();
@@ -199,24 +201,45 @@ pub fn apply_overrides(doc: &mut toml::Table, overrides: &[Override]) -> Result<
         .map_err(|e| Failure::bad_input(e.to_string()).into())
 }
 
-impl Job {
+impl JobFile {
+    /// A job that did not come from a file as read here (SQL's
+    /// `anonymize()` job), kept with `path` for its messages.
+    pub fn new(job: kanon_engine::job::Job, path: PathBuf) -> Self {
+        JobFile { job, path }
+    }
+
+    /// The validated spec, with every override applied.
+    pub fn spec(&self) -> &JobSpec {
+        self.job.spec()
+    }
+
+    /// The parsed hierarchy files, by the path written in the spec.
+    pub fn hierarchies(&self) -> &FxHashMap<String, Arc<Hierarchy>> {
+        self.job.hierarchies()
+    }
+
+    /// The engine's job.
+    pub fn job(&self) -> &kanon_engine::job::Job {
+        &self.job
+    }
+
     /// Loads and validates a job file with overrides from the environment
     /// and the command line.
     ///
     /// # Errors
     /// Bad-input failures naming the file, the setting and the override.
-    pub fn load(args: &JobRequest) -> Result<Job> {
+    pub fn load(args: &JobRequest) -> Result<JobFile> {
         Self::load_with_env(args, std::env::vars())
     }
 
-    /// [`Job::load`] with explicit environment variables.
+    /// [`JobFile::load`] with explicit environment variables.
     ///
     /// # Errors
-    /// As [`Job::load`].
+    /// As [`JobFile::load`].
     pub fn load_with_env(
         args: &JobRequest,
         vars: impl Iterator<Item = (String, String)>,
-    ) -> Result<Job> {
+    ) -> Result<JobFile> {
         let path = args.config.clone();
         let text = std::fs::read_to_string(&path).map_err(|e| {
             Failure::bad_input(format!(
@@ -307,12 +330,7 @@ impl Job {
                 ),
             }
         })?;
-        let (spec, hierarchies) = loaded.into_parts();
-        Ok(Job {
-            spec,
-            path,
-            hierarchies,
-        })
+        Ok(JobFile { job: loaded, path })
     }
 
     /// The keys of the job's pseudonymised columns, read from the
@@ -323,7 +341,7 @@ impl Job {
     /// A bad-input failure naming the attribute and the variable when it is
     /// unset, empty or too short.
     pub fn pseudonymiser(&self) -> Result<kanon_engine::recode::Pseudonymiser> {
-        kanon_engine::recode::Pseudonymiser::from_lookup(&self.spec, |var| std::env::var(var).ok())
+        kanon_engine::recode::Pseudonymiser::from_lookup(self.spec(), |var| std::env::var(var).ok())
             .map_err(|e| {
                 Failure::bad_input(format!("in job file {}: {e}", self.path.display())).into()
             })
@@ -363,7 +381,7 @@ impl Job {
     /// # Errors
     /// A bad-input failure when neither is given.
     pub fn input(&self, override_path: Option<&str>) -> Result<Location> {
-        match (override_path, self.spec.input.path.as_deref()) {
+        match (override_path, self.spec().input.path.as_deref()) {
             (Some(p), _) => Location::parse(p),
             (None, Some(p)) => match Location::parse(p)? {
                 Location::Local(_) => Ok(Location::Local(self.resolve(p))),
@@ -380,7 +398,7 @@ impl Job {
     /// The population table of `[risk] population` (resolved like the
     /// input), for journalist and marketer risk; `None` when not set.
     pub fn population(&self) -> Result<Option<Location>> {
-        let Some(p) = self.spec.risk.population.as_deref() else {
+        let Some(p) = self.spec().risk.population.as_deref() else {
             return Ok(None);
         };
         Ok(Some(match Location::parse(p)? {
@@ -394,7 +412,7 @@ impl Job {
     /// # Errors
     /// A bad-input failure when neither is given.
     pub fn output(&self, override_path: Option<&str>) -> Result<Location> {
-        match (override_path, self.spec.output.path.as_deref()) {
+        match (override_path, self.spec().output.path.as_deref()) {
             (Some(p), _) => Location::parse(p),
             (None, Some(p)) => match Location::parse(p)? {
                 Location::Local(_) => Ok(Location::Local(self.resolve_output(p))),

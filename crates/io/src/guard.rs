@@ -13,7 +13,7 @@
 
 use anyhow::Result;
 
-use crate::config::Job;
+use crate::config::JobFile;
 use crate::exit::Failure;
 use crate::storage::Location;
 
@@ -30,10 +30,10 @@ impl Reads {
     ///
     /// # Errors
     /// A bad-input failure when the population location does not parse.
-    pub fn of_job(job: &Job) -> Result<Reads> {
+    pub fn of_job(job: &JobFile) -> Result<Reads> {
         let mut reads = Reads::default();
         reads.add("the job file", Location::Local(job.path.clone()));
-        for (attribute, path, _) in job.spec.hierarchy_files() {
+        for (attribute, path, _) in job.spec().hierarchy_files() {
             reads.add(
                 format!("the hierarchy file of attribute `{attribute}`"),
                 Location::Local(job.resolve(path)),

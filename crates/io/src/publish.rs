@@ -29,7 +29,7 @@ use kanon_engine::privacy::Privacy;
 use kanon_engine::verify::Verified;
 
 use crate::certificate::{Certificate, CertifiedFile};
-use crate::config::Job;
+use crate::config::JobFile;
 use crate::dataset::Dataset;
 use crate::delta::{DeltaOutput, Outcome, Table, WrittenFile};
 use crate::exit::Failure;
@@ -88,7 +88,7 @@ pub enum Published {
 /// use arrow::datatypes::{DataType, Field, Schema};
 /// use kanon_engine::privacy::Privacy;
 /// use kanon_io::certificate::Certificate;
-/// use kanon_io::config::Job;
+/// use kanon_io::config::JobFile;
 /// use kanon_io::ops::Ui;
 /// use kanon_io::publish::{Published, Publisher, Target};
 /// use kanon_io::release::{manifest_location, ReleaseOptions};
@@ -113,12 +113,13 @@ pub enum Published {
 ///     role = "sensitive"
 /// "#
 /// .parse()?;
-/// let job = Job {
-///     spec: kanon_engine::job::overrides::spec_of(doc)?,
-///     path: Default::default(),
-///     hierarchies: Default::default(),
-/// };
-/// let privacy = Privacy::from_spec(&job.spec)?;
+/// let spec = kanon_engine::job::overrides::spec_of(doc)?;
+/// // No hierarchy files to read: every value is published as it is.
+/// let job = kanon_engine::job::Job::new(spec, |_| -> Result<_, std::io::Error> {
+///     unreachable!("the job names no hierarchy file")
+/// })?;
+/// let job = JobFile::new(job, Default::default());
+/// let privacy = Privacy::from_spec(job.spec())?;
 ///
 /// // Rows already generalised: two classes of two rows each.
 /// let schema = Arc::new(Schema::new(
@@ -133,7 +134,7 @@ pub enum Published {
 ///
 /// let dir = tempfile::tempdir()?;
 /// let destination = Location::Local(dir.path().join("release.parquet"));
-/// let storage = Storage::new(&job.spec.storage);
+/// let storage = Storage::new(&job.spec().storage);
 /// let options = ReleaseOptions {
 ///     max_file_bytes: None,
 ///     row_group_rows: 1024,
@@ -244,7 +245,7 @@ impl<'a> Publisher<'a> {
     /// release; commit and storage failures. Nothing is published then.
     pub fn publish(
         self,
-        job: &Job,
+        job: &JobFile,
         privacy: &Privacy,
         verified: &Verified,
         certificate: &Certificate,
@@ -381,7 +382,7 @@ impl Delta<'_> {
     #[allow(clippy::too_many_arguments)]
     fn verify_and_commit(
         &self,
-        job: &Job,
+        job: &JobFile,
         privacy: &Privacy,
         verified: &Verified,
         certificate: &Certificate,

@@ -10,7 +10,7 @@ use kanon_engine::privacy::Privacy;
 use kanon_engine::verify::ReleaseVerifier;
 use kanon_engine::Error;
 
-use crate::config::Job;
+use crate::config::JobFile;
 use crate::dataset::Dataset;
 use crate::ops::{check_interrupt, Ui};
 use crate::storage::{Location, Storage};
@@ -24,18 +24,18 @@ use crate::storage::{Location, Storage};
 /// # Errors
 /// Read and encoding failures.
 pub fn check_presence(
-    job: &Job,
+    job: &JobFile,
     presence: &kanon_engine::privacy::DeltaPresence,
     storage: &Storage,
     input: &Location,
     release: &QiTable,
     ui: &Ui,
 ) -> Result<std::result::Result<String, String>> {
-    let dataset = Dataset::open(storage, input, &job.spec.input_spec())
+    let dataset = Dataset::open(storage, input, &job.spec().input_spec())
         .with_context(|| format!("cannot read the population {input} to verify delta-presence"))?;
     let mut encoder =
-        kanon_engine::encode::Encoder::try_new(&job.spec, &job.hierarchies, &dataset.schema)?;
-    let columns = job.spec.encoded_columns();
+        kanon_engine::encode::Encoder::try_new(job.spec(), job.hierarchies(), &dataset.schema)?;
+    let columns = job.spec().encoded_columns();
     let bar = ui.bar("verify: population", dataset.rows);
     for batch in dataset.scan(storage, Some(dataset.projection(&columns)), false) {
         check_interrupt()?;
@@ -74,7 +74,7 @@ pub enum Checked {
 /// # Errors
 /// Read failures; a release whose columns do not fit the job.
 pub fn check(
-    job: &Job,
+    job: &JobFile,
     privacy: &Privacy,
     storage: &Storage,
     dataset: &Dataset,
@@ -90,7 +90,7 @@ pub fn check(
 /// # Errors
 /// As [`check`].
 pub fn check_with_labels(
-    job: &Job,
+    job: &JobFile,
     privacy: &Privacy,
     storage: &Storage,
     dataset: &Dataset,
@@ -143,11 +143,11 @@ impl ReleaseCheck {
     ///
     /// # Errors
     /// A release whose QI or sensitive columns are missing.
-    pub fn new(job: &Job, schema: &arrow::datatypes::Schema, label: &str) -> Result<Self> {
+    pub fn new(job: &JobFile, schema: &arrow::datatypes::Schema, label: &str) -> Result<Self> {
         // Pseudonymised columns must hold pseudonyms only (64 hex digits):
         // anything else is a raw identifier published by mistake.
         let pseudonymised: Vec<String> = job
-            .spec
+            .spec()
             .attributes
             .iter()
             .filter(|a| {
@@ -158,7 +158,7 @@ impl ReleaseCheck {
             .collect();
         // A job whose unit is the person is recounted in people, from the
         // entity column's pseudonyms: a release without them cannot be.
-        let people = job.spec.entity_column().map(|c| People {
+        let people = job.spec().entity_column().map(|c| People {
             column: c.to_string(),
             ids: Default::default(),
             of_row: Vec::new(),
@@ -173,15 +173,15 @@ impl ReleaseCheck {
                 )
             });
         let mut columns: Vec<String> = job
-            .spec
+            .spec()
             .quasi_identifiers()
-            .chain(job.spec.sensitive())
+            .chain(job.spec().sensitive())
             .map(|a| a.name.clone())
             .chain(pseudonymised.iter().cloned())
             // Top- and bottom-coded columns are checked for values beyond
             // their bounds, whatever their role.
             .chain(
-                job.spec
+                job.spec()
                     .attributes
                     .iter()
                     .filter(|a| {
@@ -196,7 +196,7 @@ impl ReleaseCheck {
         // Direct identifiers must be gone: an identifying column (or, under
         // `[columns] unlisted = "identifying"`, any column the job does not
         // list) in the release is a violation, whatever the classes.
-        let leaked = identifying_columns(&job.spec, schema);
+        let leaked = identifying_columns(job.spec(), schema);
         let failed = (!leaked.is_empty())
             .then(|| {
                 format!(
@@ -208,7 +208,7 @@ impl ReleaseCheck {
         let verifier = match failed {
             Some(_) => None,
             None => Some(
-                ReleaseVerifier::try_with_hierarchies(&job.spec, &job.hierarchies, schema)
+                ReleaseVerifier::try_with_hierarchies(job.spec(), job.hierarchies(), schema)
                     .with_context(|| format!("cannot check release {label}"))?,
             ),
         };

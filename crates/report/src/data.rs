@@ -13,7 +13,7 @@ use kanon_engine::verify::Verified;
 use serde::Serialize;
 
 use super::tally::{ClassSizes, InputTally, ReleaseTally};
-use kanon_io::config::Job;
+use kanon_io::config::JobFile;
 
 /// One row of a table of measures: a name, its value as shown, and what it
 /// means. The further risk measures ([`risk_measures`]) and the utility
@@ -203,7 +203,7 @@ pub(crate) struct Provenance {
 
 /// What a report is made of.
 pub struct Sources<'a> {
-    pub job: &'a Job,
+    pub job: &'a JobFile,
     pub privacy: &'a Privacy,
     pub release: String,
     pub input: Option<String>,
@@ -230,7 +230,7 @@ const SHAPE_VALUES: usize = 60;
 impl ReportData {
     /// Builds the report of `s`.
     pub(crate) fn build(s: &Sources) -> ReportData {
-        let spec = &s.job.spec;
+        let spec = s.job.spec();
         let qis: Vec<_> = spec.quasi_identifiers().collect();
         let k = s.privacy.class_min_size();
         let after = risk(&s.after.sizes, k);

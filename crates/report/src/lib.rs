@@ -29,7 +29,7 @@ pub use data::{risk_measures, Measure, Sources};
 pub use tally::{InputTally, ReleaseTally};
 
 use kanon_io::artefact::Artefact;
-use kanon_io::config::Job;
+use kanon_io::config::JobFile;
 use kanon_io::dataset::Dataset;
 use kanon_io::exit::Failure;
 use kanon_io::ops::{check_interrupt, Ui};
@@ -38,11 +38,14 @@ use kanon_io::storage::{Location, Storage};
 /// The tally of a release encoded by its published labels (what the
 /// verifier checked, [`ReleaseVerifier::into_table`](kanon_engine::verify::ReleaseVerifier::into_table)), and its risk profile
 /// with the job's `[risk]` settings.
-pub fn release_view(job: &Job, table: &QiTable) -> Result<(ReleaseTally, RiskProfile)> {
-    let qis: Vec<_> = job.spec.quasi_identifiers().collect();
-    let risk = risk_profile(table, None, &job.spec.risk.options(table.n_rows()))
+pub fn release_view(job: &JobFile, table: &QiTable) -> Result<(ReleaseTally, RiskProfile)> {
+    let qis: Vec<_> = job.spec().quasi_identifiers().collect();
+    let risk = risk_profile(table, None, &job.spec().risk.options(table.n_rows()))
         .context("cannot measure the release's risk (the job's [risk] settings)")?;
-    Ok((tally::ReleaseTally::of(table, &qis, &job.hierarchies), risk))
+    Ok((
+        tally::ReleaseTally::of(table, &qis, job.hierarchies()),
+        risk,
+    ))
 }
 
 /// Builds the report of `sources` and writes it to `path` in full (a
@@ -70,16 +73,16 @@ pub fn provenance_of(schema: &Schema) -> Vec<(String, String)> {
 /// The job's input, encoded as pass 1 of `kanon anonymize` encodes it, and
 /// counted; with its fingerprint.
 pub fn read_input(
-    job: &Job,
+    job: &JobFile,
     storage: &Storage,
     input: &Location,
     ui: &Ui,
 ) -> Result<(InputTally, RiskProfile, Option<String>)> {
-    let spec = &job.spec;
+    let spec = job.spec();
     let dataset = Dataset::open(storage, input, &spec.input_spec())?;
     let mut session = Session::new(
         spec,
-        &job.hierarchies,
+        job.hierarchies(),
         &dataset.schema,
         &format!("input {input}"),
     )?;
@@ -94,7 +97,7 @@ pub fn read_input(
     bar.finish_and_clear();
     // Compared with the release's, so computed as the release published it.
     let fingerprint = kanon_engine::algorithms::safepub::published_fingerprint(
-        &job.spec,
+        job.spec(),
         dataset.fingerprint(scan.csv_hash()),
     );
     drop(scan);
@@ -106,7 +109,7 @@ pub fn read_input(
 /// The risk profile of the encoded input (its raw QI values), with the
 /// job's `[risk]` settings; with `risk.population`, the population table is
 /// read for journalist and marketer risk.
-pub fn input_risk(job: &Job, storage: &Storage, table: &QiTable) -> Result<RiskProfile> {
+pub fn input_risk(job: &JobFile, storage: &Storage, table: &QiTable) -> Result<RiskProfile> {
     let active = table.n_rows() - table.excluded().len();
     let population = match job.population()? {
         Some(location) => Some(read_population(job, storage, &location).with_context(|| {
@@ -114,15 +117,15 @@ pub fn input_risk(job: &Job, storage: &Storage, table: &QiTable) -> Result<RiskP
         })?),
         None => None,
     };
-    risk_profile(table, population.as_ref(), &job.spec.risk.options(active))
+    risk_profile(table, population.as_ref(), &job.spec().risk.options(active))
         .context("cannot measure the input's risk (the job's [risk] settings)")
 }
 
 /// The QI columns of a population table, read as labels.
-fn read_population(job: &Job, storage: &Storage, location: &Location) -> Result<QiTable> {
-    let dataset = Dataset::open(storage, location, &job.spec.input_spec())?;
+fn read_population(job: &JobFile, storage: &Storage, location: &Location) -> Result<QiTable> {
+    let dataset = Dataset::open(storage, location, &job.spec().input_spec())?;
     let qis: Vec<String> = job
-        .spec
+        .spec()
         .quasi_identifiers()
         .map(|a| a.name.clone())
         .collect();
@@ -134,5 +137,5 @@ fn read_population(job: &Job, storage: &Storage, location: &Location) -> Result<
     let Some(schema) = batches.first().map(|b| b.schema()) else {
         return Err(Failure::bad_input("the population table has no rows").into());
     };
-    Ok(encode_labels(&job.spec, &schema, &batches)?)
+    Ok(encode_labels(job.spec(), &schema, &batches)?)
 }

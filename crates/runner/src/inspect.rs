@@ -17,7 +17,7 @@ use kanon_engine::spec::{AttributeSpec, InputSpec, JobSpec, Kind, NullPolicy, Ro
 use serde::Serialize;
 
 use crate::StorageArgs;
-use kanon_io::config::{Job, JobRequest};
+use kanon_io::config::{JobFile, JobRequest};
 use kanon_io::dataset::Dataset;
 use kanon_io::exit::Failure;
 use kanon_io::ops::{check_interrupt, Ui};
@@ -194,20 +194,20 @@ impl Settings {
             entity,
         ) = match &args.config {
             Some(c) => {
-                let job = Job::load(&JobRequest::file(c.clone(), args.storage.overrides()))?;
+                let job = JobFile::load(&JobRequest::file(c.clone(), args.storage.overrides()))?;
                 let qis: Vec<String> = job
-                    .spec
+                    .spec()
                     .quasi_identifiers()
                     .map(|a| a.name.clone())
                     .collect();
-                let requirements = Privacy::from_spec(&job.spec)?.requirements().to_vec();
-                let entity = job.spec.entity_column().map(String::from);
+                let requirements = Privacy::from_spec(job.spec())?.requirements().to_vec();
+                let entity = job.spec().entity_column().map(String::from);
                 (
-                    job.spec.input_spec(),
-                    job.spec.storage,
+                    job.spec().input_spec(),
+                    job.spec().storage.clone(),
                     qis,
-                    vec![job.spec.privacy.k],
-                    job.spec.risk,
+                    vec![job.spec().privacy.k],
+                    job.spec().risk.clone(),
                     requirements,
                     entity,
                 )

@@ -10,7 +10,7 @@ use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
 use kanon_engine::verify::{verify_labels, ReleaseVerifier};
 use kanon_engine::Error;
-use kanon_io::config::Job;
+use kanon_io::config::JobFile;
 use kanon_io::dataset::Dataset;
 use kanon_io::exit;
 use kanon_io::guard::Reads;
@@ -46,8 +46,8 @@ pub struct ReportArgs {
 /// 0 when the release verifies, 1 when it does not (the report is written
 /// either way and says so).
 pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
-    let job = Job::load(&args.job.request())?;
-    let spec = &job.spec;
+    let job = JobFile::load(&args.job.request())?;
+    let spec = job.spec();
     let privacy = Privacy::from_spec(spec)?;
     let storage = Storage::new(&spec.storage);
     let location = Location::parse(&args.release)?;
@@ -67,7 +67,7 @@ pub fn run(args: &ReportArgs, ui: &Ui) -> Result<ExitCode> {
         .map(|a| a.name.clone())
         .collect();
     let mut verifier =
-        ReleaseVerifier::try_with_hierarchies(spec, &job.hierarchies, &release.schema)
+        ReleaseVerifier::try_with_hierarchies(spec, job.hierarchies(), &release.schema)
             .with_context(|| format!("cannot check release {location}"))?;
     let bar = ui.bar("report: release", release.rows);
     for batch in release.scan(&storage, Some(release.projection(&columns)), false) {

@@ -22,7 +22,7 @@ use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::StorageSpec;
 
 use kanon_io::certificate::Certificate;
-use kanon_io::config::Job;
+use kanon_io::config::JobFile;
 use kanon_io::config::{apply_overrides, env_overrides, parse_set};
 use kanon_io::dataset::Format;
 use kanon_io::delta::DeltaOutput;
@@ -662,16 +662,15 @@ fn publish_query(
     let exec = node
         .downcast_ref::<AnonymizeExec>()
         .expect("an anonymize node");
-    let mut spec = exec.job().spec().clone();
+    let mut output = exec.job().spec().output.clone();
     if unchecked_series {
-        spec.output.unchecked_series = Some(true);
+        output.unchecked_series = Some(true);
     }
-    let job = Job {
-        spec,
-        path: Default::default(),
-        hierarchies: exec.job().hierarchies().clone(),
-    };
-    let privacy = Privacy::from_spec(&job.spec)?;
+    let job = JobFile::new(
+        exec.job().engine_job().clone().with_output(output),
+        Default::default(),
+    );
+    let privacy = Privacy::from_spec(job.spec())?;
     // δ-presence is the release and the population together: a query's
     // result cannot be recounted against the population anonymize() read.
     if privacy.presence().is_some() {

@@ -17,7 +17,7 @@ use kanon_engine::privacy::Privacy;
 use kanon_engine::spec::InputSpec;
 
 use crate::{exit, JobArgs};
-use kanon_io::config::Job;
+use kanon_io::config::JobFile;
 use kanon_io::dataset::Dataset;
 use kanon_io::ops::{check_interrupt, Ui};
 use kanon_io::release_check::{check_presence, check_with_labels, Checked};
@@ -45,14 +45,14 @@ pub struct VerifyArgs {
 
 /// Runs `kanon verify`.
 pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
-    let job = Job::load(&args.job.request())?;
+    let job = JobFile::load(&args.job.request())?;
     let trusted = args
         .trusted_key
         .as_deref()
         .map(kanon_io::signing::trusted_key)
         .transpose()?;
-    let privacy = Privacy::from_spec(&job.spec)?;
-    let storage = Storage::new(&job.spec.storage);
+    let privacy = Privacy::from_spec(job.spec())?;
+    let storage = Storage::new(&job.spec().storage);
     let location = Location::parse(&args.input)?;
     let delta = args.version.is_some() || kanon_io::dataset::is_delta_table(&storage, &location)?;
     let dataset = match delta {
@@ -127,12 +127,12 @@ pub fn run(args: &VerifyArgs, ui: &Ui) -> Result<ExitCode> {
 /// settings. A footer whose claims were edited, or a file of another job's
 /// release, fails. Prints each mismatch, naming the file and the key;
 /// returns whether every claim held.
-fn check_footers(job: &Job, dataset: &Dataset, found: Found<'_>, ui: &Ui) -> bool {
+fn check_footers(job: &JobFile, dataset: &Dataset, found: Found<'_>, ui: &Ui) -> bool {
     let footers = dataset.kanon_footers();
     if footers.is_empty() {
         return true;
     }
-    let privacy = serde_json::to_value(&job.spec.privacy).ok();
+    let privacy = serde_json::to_value(&job.spec().privacy).ok();
     let diversity = found
         .labels
         .map(kanon_engine::metrics::release_diversity)
@@ -222,7 +222,7 @@ fn check_footers(job: &Job, dataset: &Dataset, found: Found<'_>, ui: &Ui) -> boo
 /// A history that cannot be read or that misses readable versions (exit 3).
 fn check_series(
     storage: &Storage,
-    job: &Job,
+    job: &JobFile,
     location: &Location,
     version: i64,
     ui: &Ui,
@@ -266,7 +266,7 @@ struct Found<'a> {
 #[allow(clippy::too_many_arguments)]
 fn check_manifest(
     storage: &Storage,
-    job: &Job,
+    job: &JobFile,
     location: &Location,
     dataset: &Dataset,
     found: Found<'_>,

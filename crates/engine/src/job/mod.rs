@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::Error;
 use crate::hierarchy::Hierarchy;
-use crate::spec::JobSpec;
+use crate::spec::{JobSpec, OutputSpec};
 
 /// A hierarchy file a job names: the front end reads it.
 #[derive(Debug, Clone, Copy)]
@@ -121,6 +121,15 @@ impl Job {
     /// The parsed hierarchies, by the path written in the spec.
     pub fn hierarchies(&self) -> &FxHashMap<String, Arc<Hierarchy>> {
         &self.hierarchies
+    }
+
+    /// This job, writing as `output` says (e.g. `kanon sql
+    /// --unchecked-series` on `anonymize()`'s job). The output section is
+    /// the front end's (where and how a release is written) and validation
+    /// does not read it, so the job stays runnable.
+    pub fn with_output(mut self, output: OutputSpec) -> Job {
+        self.spec.output = output;
+        self
     }
 
     /// The spec and the hierarchies, for a front end that keeps them in its

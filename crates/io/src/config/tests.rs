@@ -22,7 +22,7 @@ fn overrides_may_not_weaken_the_job_files_privacy() {
     let dir = tempfile::tempdir().unwrap();
     let p = job_file(dir.path());
     let env = vec![("KANON_PRIVACY_K".to_string(), "1".to_string())];
-    let err = Job::load_with_env(&args(&p), env.clone().into_iter())
+    let err = JobFile::load_with_env(&args(&p), env.clone().into_iter())
         .unwrap_err()
         .to_string();
     assert!(
@@ -37,19 +37,19 @@ fn overrides_may_not_weaken_the_job_files_privacy() {
     ] {
         let env = vec![(key.to_string(), value.to_string())];
         assert!(
-            Job::load_with_env(&args(&p), env.into_iter()).is_err(),
+            JobFile::load_with_env(&args(&p), env.into_iter()).is_err(),
             "{key}={value}"
         );
     }
     let mut a = args(&p);
     a.set = vec!["privacy.k=3".into()];
-    assert!(Job::load_with_env(&a, std::iter::empty()).is_err());
+    assert!(JobFile::load_with_env(&a, std::iter::empty()).is_err());
     // Stronger is always fine.
     let env = vec![("KANON_PRIVACY_K".to_string(), "12".to_string())];
     assert_eq!(
-        Job::load_with_env(&args(&p), env.into_iter())
+        JobFile::load_with_env(&args(&p), env.into_iter())
             .unwrap()
-            .spec
+            .spec()
             .privacy
             .k,
         12
@@ -58,7 +58,7 @@ fn overrides_may_not_weaken_the_job_files_privacy() {
     let mut a = args(&p);
     a.weaken_privacy = true;
     a.flags = vec![Override::parse("privacy.k", "1", "--k")];
-    let err = Job::load_with_env(&a, std::iter::empty())
+    let err = JobFile::load_with_env(&a, std::iter::empty())
         .unwrap_err()
         .to_string();
     assert!(err.contains("k >= 2"), "{err}");
@@ -122,21 +122,21 @@ fn environment_then_command_line_override_the_file() {
     ];
     let mut weaken = args(&p);
     weaken.weaken_privacy = true;
-    let job = Job::load_with_env(&weaken, env.clone().into_iter()).unwrap();
-    assert_eq!(job.spec.privacy.k, 5);
-    assert_eq!(job.spec.privacy.suppression_limit, Some(0.02));
+    let job = JobFile::load_with_env(&weaken, env.clone().into_iter()).unwrap();
+    assert_eq!(job.spec().privacy.k, 5);
+    assert_eq!(job.spec().privacy.suppression_limit, Some(0.02));
     assert_eq!(
-        job.spec.storage.endpoint.as_deref(),
+        job.spec().storage.endpoint.as_deref(),
         Some("http://127.0.0.1:1")
     );
     let mut a = args(&p);
     a.weaken_privacy = true;
     a.flags = vec![Override::parse("privacy.k", "7", "--k")];
     a.set = vec!["algorithm.seed=42".into(), "output.path=out.parquet".into()];
-    let job = Job::load_with_env(&a, env.into_iter()).unwrap();
-    assert_eq!(job.spec.privacy.k, 7);
-    assert_eq!(job.spec.algorithm.seed, 42);
-    assert_eq!(job.spec.output.path.as_deref(), Some("out.parquet"));
+    let job = JobFile::load_with_env(&a, env.into_iter()).unwrap();
+    assert_eq!(job.spec().privacy.k, 7);
+    assert_eq!(job.spec().algorithm.seed, 42);
+    assert_eq!(job.spec().output.path.as_deref(), Some("out.parquet"));
 }
 
 #[test]
@@ -144,7 +144,7 @@ fn bad_overrides_name_their_source() {
     let dir = tempfile::tempdir().unwrap();
     let p = job_file(dir.path());
     let env = vec![("KANON_PRIVACY_KK".to_string(), "5".to_string())];
-    let err = Job::load_with_env(&args(&p), env.into_iter())
+    let err = JobFile::load_with_env(&args(&p), env.into_iter())
         .unwrap_err()
         .to_string();
     assert!(
@@ -152,7 +152,7 @@ fn bad_overrides_name_their_source() {
         "{err}"
     );
     let env = vec![("KANON_PRIVACY_K".to_string(), "many".to_string())];
-    let err = Job::load_with_env(&args(&p), env.into_iter())
+    let err = JobFile::load_with_env(&args(&p), env.into_iter())
         .unwrap_err()
         .to_string();
     assert!(
@@ -161,7 +161,7 @@ fn bad_overrides_name_their_source() {
     );
     let mut a = args(&p);
     a.set = vec!["k=5".into()];
-    let err = Job::load_with_env(&a, std::iter::empty())
+    let err = JobFile::load_with_env(&a, std::iter::empty())
         .unwrap_err()
         .to_string();
     assert!(err.contains("privacy.k"), "{err}");
@@ -191,7 +191,7 @@ fn malformed_kanon_variables_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = job_file(dir.path());
     let env = vec![("KANON_PRIVACYK".to_string(), "50".to_string())];
-    let err = Job::load_with_env(&args(&p), env.into_iter())
+    let err = JobFile::load_with_env(&args(&p), env.into_iter())
         .unwrap_err()
         .to_string();
     assert!(
@@ -205,7 +205,7 @@ fn malformed_kanon_variables_are_refused() {
         ("KANON_OUTPUT".to_string(), "s3://b/k/".to_string()),
         ("KANON_TEST_BARRIER".to_string(), "x".to_string()),
     ];
-    Job::load_with_env(&args(&p), env.into_iter()).unwrap();
+    JobFile::load_with_env(&args(&p), env.into_iter()).unwrap();
     // A pseudonym key named by the job.
     std::fs::write(
         &p,
@@ -213,7 +213,7 @@ fn malformed_kanon_variables_are_refused() {
     )
     .unwrap();
     let env = vec![("KANON_ID_KEY".to_string(), "k".repeat(32))];
-    Job::load_with_env(&args(&p), env.into_iter()).unwrap();
+    JobFile::load_with_env(&args(&p), env.into_iter()).unwrap();
 }
 
 /// Issue 32, items 1 and 8: a forgotten `role`, a generalisation on a
@@ -225,7 +225,7 @@ fn roles_and_privacy_are_never_defaulted() {
     let p = dir.path().join("job.toml");
     let load = |text: &str| {
         std::fs::write(&p, text).unwrap();
-        Job::load_with_env(&args(&p), std::iter::empty()).map(|_| ())
+        JobFile::load_with_env(&args(&p), std::iter::empty()).map(|_| ())
     };
     let qi = "[[attributes]]\nname = \"age\"\nrole = \"qi\"\n";
     let err = load(&format!(
@@ -273,7 +273,7 @@ fn set_names_attributes_and_their_roles_are_held_to_the_file() {
     let p = job_file(dir.path());
     let mut a = args(&p);
     a.set = vec!["attributes.age.role=insensitive".into()];
-    let err = Job::load_with_env(&a, std::iter::empty())
+    let err = JobFile::load_with_env(&a, std::iter::empty())
         .unwrap_err()
         .to_string();
     assert!(
@@ -282,14 +282,14 @@ fn set_names_attributes_and_their_roles_are_held_to_the_file() {
     );
     // A new attribute, named with a dot, is added with its role.
     a.set = vec!["attributes.visit.date.role=identifying".into()];
-    let job = Job::load_with_env(&a, std::iter::empty());
+    let job = JobFile::load_with_env(&a, std::iter::empty());
     // `visit.date` is two keys on the command line: attribute `visit`,
     // setting `date.role`, which no attribute has.
     assert!(job.is_err());
     a.set = vec!["attributes.zip.role=identifying".into()];
-    let job = Job::load_with_env(&a, std::iter::empty()).unwrap();
+    let job = JobFile::load_with_env(&a, std::iter::empty()).unwrap();
     let zip = job
-        .spec
+        .spec()
         .attributes
         .iter()
         .find(|a| a.name == "zip")
@@ -300,9 +300,9 @@ fn set_names_attributes_and_their_roles_are_held_to_the_file() {
         "attributes.zip.role=qi".into(),
     ];
     a.weaken_privacy = true;
-    let job = Job::load_with_env(&a, std::iter::empty()).unwrap();
+    let job = JobFile::load_with_env(&a, std::iter::empty()).unwrap();
     assert_eq!(
-        job.spec.attributes[0].role,
+        job.spec().attributes[0].role,
         kanon_engine::spec::Role::Insensitive
     );
 }

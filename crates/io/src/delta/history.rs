@@ -11,7 +11,7 @@ use super::Table;
 use crate::certificate::{
     discrepancies, diversity_discrepancies, job_hash, Certificate, COMMIT_INFO_KEY,
 };
-use crate::config::Job;
+use crate::config::JobFile;
 use crate::dataset::Dataset;
 use crate::ops::Ui;
 use crate::release_check::{check_with_labels, Checked};
@@ -242,13 +242,13 @@ pub(crate) fn percent_decode(p: &str) -> String {
 /// Read failures.
 pub fn check_certificates(
     storage: &Storage,
-    job: &Job,
+    job: &JobFile,
     location: &Location,
     version: i64,
     trusted: Option<ed25519_dalek::VerifyingKey>,
     ui: &Ui,
 ) -> Result<bool> {
-    let privacy = &Privacy::from_spec(&job.spec)?;
+    let privacy = &Privacy::from_spec(job.spec())?;
     let table = Table::at(storage, location)?;
     let dt = table.load_existing(storage, Some(version))?;
     let active: std::collections::HashSet<String> = dt

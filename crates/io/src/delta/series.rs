@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 
 use super::Table;
 use crate::certificate::hex;
-use crate::config::Job;
+use crate::config::JobFile;
 use crate::exit::{Failure, UNSATISFIABLE};
 use crate::storage::{Location, Storage};
 
@@ -67,8 +67,8 @@ impl Policy {
     /// # Errors
     /// Bad input: both settings, a state inside the table, a history
     /// without `privacy.entity`, an unreadable state location.
-    pub fn of(job: &Job, table: &Location) -> Result<Policy> {
-        let spec = &job.spec;
+    pub fn of(job: &JobFile, table: &Location) -> Result<Policy> {
+        let spec = job.spec();
         let output = &spec.output;
         match (&output.history, output.unchecked_series == Some(true)) {
             (Some(_), true) => Err(Failure::bad_input(

@@ -51,7 +51,7 @@ use buckets::ReleaseBuckets;
 use kanon_engine::metrics::risk::RiskProfile;
 use kanon_io::artefact::Artefact;
 use kanon_io::certificate::{Certificate, InputIdentity};
-use kanon_io::config::Job;
+use kanon_io::config::JobFile;
 use kanon_io::dataset::Dataset;
 use kanon_io::delta::series::{LeaveOut, Policy};
 use kanon_io::delta::{DeltaOutput, Mode, Table};
@@ -148,7 +148,7 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let mut phases = Phases::start();
     let mut plan = Plan::new(args)?;
     let executor = args.workers.executor()?;
-    let spec = &plan.job.spec;
+    let spec = plan.job.spec();
     let leave_out = plan.leave_out()?;
     let first = match PassOne::read(&plan, leave_out.as_ref(), ui) {
         Err(e) if e.downcast_ref::<NothingNew>().is_some() => {
@@ -411,7 +411,7 @@ fn before_work(
     privacy: &Privacy,
     ui: &Ui,
 ) -> Result<Go> {
-    let spec = &plan.job.spec;
+    let spec = plan.job.spec();
     privacy
         .check_feasible(first.encoded.table())
         .map_err(|e| plan.unsatisfiable(e))?;
@@ -450,7 +450,7 @@ fn before_work(
 /// What a run is asked to do, checked before any data is read: the job,
 /// where it reads and writes, and how the release is written.
 struct Plan {
-    job: Job,
+    job: JobFile,
     storage: Storage,
     input: Input,
     output: Location,
@@ -502,8 +502,8 @@ impl Plan {
         if let Some(s) = &args.memory {
             job_args.set.push(format!("resources.memory={s:?}"));
         }
-        let job = Job::load(&job_args.request())?;
-        let spec = &job.spec;
+        let job = JobFile::load(&job_args.request())?;
+        let spec = job.spec();
         let storage = Storage::new(&spec.storage);
         let input = match &args.table {
             Some(t) => Input::Memory(t.clone()),
@@ -618,7 +618,7 @@ impl Plan {
     /// (`output.unchecked_series = true`); the same input again gives the
     /// same bytes, and another job's release is not this job's series.
     fn refuse_parquet_series(&self, fingerprint: Option<&str>) -> Result<()> {
-        if !self.options.overwrite || self.job.spec.output.unchecked_series == Some(true) {
+        if !self.options.overwrite || self.job.spec().output.unchecked_series == Some(true) {
             return Ok(());
         }
         let split = self.options.max_file_bytes.is_some();
@@ -663,7 +663,7 @@ impl Plan {
         }
         let column = self
             .job
-            .spec
+            .spec()
             .entity_column()
             .context("output.history without privacy.entity (a bug in kanon)")?;
         let fingerprinter = self.pseudonymiser.fingerprinter(column)?;
@@ -688,7 +688,7 @@ impl Plan {
     /// `e` of the engine, with the job's settings that decide whether a
     /// release is possible.
     fn unsatisfiable(&self, e: Error) -> anyhow::Error {
-        let spec = &self.job.spec;
+        let spec = self.job.spec();
         let hint = matches!(e, Error::Unsatisfiable(_)).then(|| {
             format!(
                 " (settings `privacy.k` = {}, `privacy.suppression_limit` = {} in {})",
@@ -772,7 +772,7 @@ impl std::error::Error for NothingNew {}
 
 impl PassOne {
     fn read(plan: &Plan, leave_out: Option<&LeaveOut>, ui: &Ui) -> Result<PassOne> {
-        let (spec, input) = (&plan.job.spec, &plan.input);
+        let (spec, input) = (plan.job.spec(), &plan.input);
         let t = Instant::now();
         let dataset = match input {
             Input::Stored(at) => Dataset::open(&plan.storage, at, &spec.input_spec())?,
@@ -783,7 +783,7 @@ impl PassOne {
         // repeated values may be one person's rows (kanon_engine::identities).
         let mut session = Session::new(
             spec,
-            &plan.job.hierarchies,
+            plan.job.hierarchies(),
             &dataset.schema,
             &format!("input {input}"),
         )
@@ -941,7 +941,7 @@ fn anonymise(
     ui: &Ui,
     workers: Option<&dyn BlockExecutor>,
 ) -> Result<Prepared> {
-    let spec = &plan.job.spec;
+    let spec = plan.job.spec();
     let what = format!("{} on {} rows", spec.algorithm.name, first.rows_in);
     let spinner = ui.spinner("algorithm", what.clone());
     let prepared = first.encoded.anonymise(
@@ -1001,7 +1001,7 @@ fn pass_two<'p>(
     report: bool,
     ui: &Ui,
 ) -> Result<(Publisher<'p>, Verified, Option<QiTable>)> {
-    let spec = &plan.job.spec;
+    let spec = plan.job.spec();
     let budget = plan.buffer_memory;
     let buffer_rows = spec.output.buffer_rows.unwrap_or(DEFAULT_BUFFER_ROWS);
     let mut releaser = Releaser::new(

@@ -51,7 +51,7 @@ impl Run<'_> {
             "history_left_out": { "rows": self.left_out.0, "people": self.left_out.1 },
             "algorithm": result.algorithm,
             "privacy": self.privacy.describe(),
-            "seed": plan.job.spec.algorithm.seed,
+            "seed": plan.job.spec().algorithm.seed,
             "report": result.report,
             "verified": result.verified,
             "release_verified": self.release_check,
@@ -221,7 +221,7 @@ impl Run<'_> {
 /// The dry run's report: pass 1 read the input and every check before the
 /// algorithm passed; nothing was written.
 pub(super) fn dry_run(ui: &Ui, plan: &Plan, first: &PassOne, privacy: &Privacy) {
-    let spec = &plan.job.spec;
+    let spec = plan.job.spec();
     if !ui.quiet {
         outln!(
             "kanon anonymize --dry-run: {} -> {}",
