@@ -10,7 +10,8 @@ use kanon_engine::spec::JobSpec;
 use kanon_engine::verify::Verified;
 use kanon_engine::Anonymization;
 
-use super::{PassOne, Plan};
+use super::pass_one::PassOne;
+use super::plan::Plan;
 use crate::memory::Phases;
 use kanon_io::artefact::Artefact;
 use kanon_io::ops::Ui;
