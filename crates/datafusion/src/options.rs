@@ -31,9 +31,10 @@
 //! Files named by the options (`config`, hierarchy files) are read only
 //! under the directories the session allows ([`FileAccess`], set with
 //! [`crate::register_with`]; default the current directory), after
-//! resolving `..` and symbolic links. Hierarchy files are found as the
-//! runner finds them: relative to the current directory when they exist
-//! there, else to the job file's directory, then its parent. `input` and `output` of a job file are
+//! resolving `..` and symbolic links. Hierarchy files are found by the
+//! rule every front end follows (`kanon_engine::job::paths::resolve`):
+//! relative to the current directory when they exist there, else to the job
+//! file's directory, then its parent. `input` and `output` of a job file are
 //! ignored: the table comes from SQL and the release goes where the query
 //! sends it (`COPY ... TO`).
 

@@ -218,11 +218,6 @@ impl JobFile {
         self.job.hierarchies()
     }
 
-    /// The engine's job.
-    pub fn job(&self) -> &kanon_engine::job::Job {
-        &self.job
-    }
-
     /// Loads and validates a job file with overrides from the environment
     /// and the command line.
     ///

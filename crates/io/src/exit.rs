@@ -37,7 +37,7 @@ pub const TERMINATED: u8 = 143;
 /// Stopped by the job's time limit before anything was committed.
 pub const TIMED_OUT: u8 = 124;
 
-/// An error that knows its exit code (the runner's own failures: missing
+/// An error that knows its exit code (kanon's own failures: missing
 /// files, existing outputs, interrupts, rejected credentials).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {

@@ -42,7 +42,7 @@ fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
 /// # Errors
 /// Bad input naming the variable when it is not 64 hex digits (never the
 /// key).
-pub fn signing_key() -> Result<Option<SigningKey>> {
+pub(crate) fn signing_key() -> Result<Option<SigningKey>> {
     let Ok(text) = std::env::var(KEY_ENV) else {
         return Ok(None);
     };
@@ -60,6 +60,16 @@ pub fn signing_key() -> Result<Option<SigningKey>> {
         .into());
     }
     Ok(Some(SigningKey::from_bytes(&seed)))
+}
+
+/// The public key of the process's signing key (`KANON_SIGNING_KEY`) as
+/// 64 hex digits, when one is set: what a run prints for its readers. The
+/// secret key never leaves this crate.
+///
+/// # Errors
+/// As the key's reading: bad input naming the variable (never the key).
+pub fn public_key_hex() -> Result<Option<String>> {
+    Ok(signing_key()?.map(|k| public_hex(&k)))
 }
 
 /// The public key of `key`, as 64 hex digits (what readers pass to

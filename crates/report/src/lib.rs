@@ -8,7 +8,7 @@
 //! labels and counts only: the input is read for counts ([`InputTally`]),
 //! never for values.
 //!
-//! The module follows the data: `tally` counts encoded tables, `data` turns
+//! The crate follows the data: `tally` counts encoded tables, `data` turns
 //! the counts into the serialisable `ReportData`,
 //! `svg` draws charts and `html` lays out the page.
 

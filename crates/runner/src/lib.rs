@@ -7,7 +7,7 @@
 //!
 //! Commands live in their own modules and drive the engine's release path;
 //! errors are reported with their chain and mapped to exit codes that
-//! schedulers can act on (module `exit`).
+//! schedulers can act on (`kanon_io::exit`).
 
 #[macro_use]
 extern crate kanon_io;

@@ -4,10 +4,10 @@
 //! Every front end (`kanon anonymize`, `kanon verify`, `kanon inspect`, the
 //! DataFusion `anonymize()` function) builds its job here, so the rules of
 //! what makes a job runnable exist once. Reading the hierarchy files is the
-//! front end's (the engine does no I/O: the runner reads local paths
-//! relative to the job file, the SQL integration reads the files its
-//! session may access and ships their text inside the plan); it hands the
-//! text over through a closure.
+//! front end's (the engine does no I/O: the command line's loader reads
+//! local paths found by [`paths::resolve`], the SQL integration reads the
+//! files its session may access and ships their text inside the plan); it
+//! hands the text over through a closure.
 
 pub mod overrides;
 pub mod paths;
@@ -126,16 +126,13 @@ impl Job {
     /// This job, writing as `output` says (e.g. `kanon sql
     /// --unchecked-series` on `anonymize()`'s job). The output section is
     /// the front end's (where and how a release is written) and validation
-    /// does not read it, so the job stays runnable.
+    /// does not read it, so the job stays runnable. It bypasses the
+    /// overrides' no-weakening rule (`job::overrides::weakenings`), and
+    /// `output.unchecked_series` is a weakening: a front end sets only what
+    /// its user asked for explicitly.
     pub fn with_output(mut self, output: OutputSpec) -> Job {
         self.spec.output = output;
         self
-    }
-
-    /// The spec and the hierarchies, for a front end that keeps them in its
-    /// own job type.
-    pub fn into_parts(self) -> (JobSpec, FxHashMap<String, Arc<Hierarchy>>) {
-        (self.spec, self.hierarchies)
     }
 }
 

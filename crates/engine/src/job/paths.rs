@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 /// written when neither exists, so the front end's error names the path
 /// the user wrote.
 ///
-/// A glob (`data/part-*.parquet`) has no file of its own name: it is
-/// resolved where its directory exists.
+/// A glob (`data/part-*.parquet`) has no file of its own name: when no
+/// candidate exists, it is resolved where its directory exists, in the same
+/// order. A file whose name only looks like a glob (`age[5].csv`) is found
+/// where it exists first.
 ///
 /// ```
 /// use std::path::{Path, PathBuf};
@@ -45,14 +47,18 @@ pub fn resolve(written: &str, job_file: Option<&Path>, exists: impl Fn(&Path) ->
         return direct;
     };
     let dir = job_file.parent().unwrap_or(Path::new("."));
-    let glob = written.contains(['*', '?', '[']);
-    for base in [dir.to_path_buf(), dir.join("..")] {
-        let candidate = base.join(written);
-        if exists(&candidate) || glob && candidate.parent().is_some_and(&exists) {
-            return candidate;
-        }
+    let candidates = [dir.join(written), dir.join("..").join(written)];
+    if let Some(found) = candidates.iter().find(|c| exists(c)) {
+        return found.clone();
     }
-    direct
+    let glob = written.contains(['*', '?', '[']);
+    match candidates
+        .into_iter()
+        .find(|c| glob && c.parent().is_some_and(&exists))
+    {
+        Some(pattern) => pattern,
+        None => direct,
+    }
 }
 
 #[cfg(test)]
@@ -77,6 +83,28 @@ mod tests {
         assert_eq!(
             resolve("/abs/h.csv", job, |_| false),
             PathBuf::from("/abs/h.csv")
+        );
+    }
+
+    /// A glob is resolved where its directory exists, but only when no
+    /// candidate exists as a file: a name that merely holds `[` is found
+    /// where it is.
+    #[test]
+    fn globs_resolve_by_their_directory_after_existing_files() {
+        let job = Some(Path::new("a/b/job.toml"));
+        let dirs = |p: &Path| p == Path::new("a/b/data") || p == Path::new("a/b/../data");
+        assert_eq!(
+            resolve("data/part-*.parquet", job, dirs),
+            PathBuf::from("a/b/data/part-*.parquet")
+        );
+        let parent_file = |p: &Path| p == Path::new("a/b") || p == Path::new("a/b/../age[5].csv");
+        assert_eq!(
+            resolve("age[5].csv", job, parent_file),
+            PathBuf::from("a/b/../age[5].csv")
+        );
+        assert_eq!(
+            resolve("nowhere/*.csv", job, dirs),
+            PathBuf::from("nowhere/*.csv")
         );
     }
 }

@@ -89,7 +89,7 @@ struct InputFile {
 }
 
 /// A table stored in one or more files.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Dataset {
     /// Its format.
     pub format: Format,
@@ -111,6 +111,21 @@ pub struct Dataset {
     pub delta_version: Option<i64>,
     /// The batches of a table in memory (no files then).
     memory: Option<std::sync::Arc<[arrow::array::RecordBatch]>>,
+}
+
+/// Its shape, never a value: a table in memory holds records.
+impl std::fmt::Debug for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataset")
+            .field("format", &self.format)
+            .field("columns", &self.schema.fields().len())
+            .field("rows", &self.rows)
+            .field("bytes", &self.bytes)
+            .field("files", &self.files.len())
+            .field("delta_version", &self.delta_version)
+            .field("in_memory", &self.memory.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Dataset {

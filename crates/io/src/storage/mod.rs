@@ -1,5 +1,5 @@
 //! Where data lives: local paths and `s3://bucket/key` URLs (through
-//! `object_store`), with one small blocking API for the rest of the runner.
+//! `object_store`), with one small blocking API for the rest of kanon-io and the commands.
 //!
 //! S3 credentials and region come from the usual AWS environment variables
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
@@ -15,7 +15,7 @@
 //!
 //! The module is split by concept: [`Location`] (what a path or URL names)
 //! in `location`, the S3 client and its error messages in `s3`, the bridge
-//! to the AWS SDK's credential chain in [`aws_chain`]; this file holds
+//! to the AWS SDK's credential chain in `aws_chain`; this file holds
 //! [`Storage`], the blocking API over both kinds of location.
 
 use std::collections::HashMap;
@@ -27,7 +27,7 @@ use bytes::Bytes;
 use kanon_engine::spec::StorageSpec;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-pub mod aws_chain;
+mod aws_chain;
 mod location;
 mod s3;
 

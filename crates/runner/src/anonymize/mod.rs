@@ -1,20 +1,20 @@
 //! `kanon anonymize`: two passes over the input with bounded memory.
 //!
 //! 1. Pass 1 reads the QI and sensitive columns (projection pushdown) into
-//!    the engine's [`Encoder`], decoding on other threads
-//!    ([`Dataset::with_read_ahead`]); when the input likely fits in
+//!    the engine's `Encoder` (through `release::Session`), decoding on other
+//!    threads (`kanon_io::dataset::Dataset::with_read_ahead`); when the input likely fits in
 //!    `output.buffer_memory` it reads every column once and keeps the ones
 //!    the release needs, so pass 2 does not read it again. The algorithm
 //!    computes a partition and the engine verifies it against the privacy
 //!    model (fail closed).
-//! 2. Pass 2 recodes every batch through the engine's [`Releaser`]
+//! 2. Pass 2 recodes every batch through the engine's `Releaser`
 //!    (passed-through columns untouched) and partitions the rows into
 //!    buckets of classes as they come ([`buffer`]), in memory up to
 //!    `output.buffer_memory` and in spill files beyond it
 //!    ([`kanon_io::spill`]); each bucket is put in release order, checked by
 //!    its published labels and written, on a thread of its own while the
 //!    next bucket is ordered, the Parquet writer encoding the columns of
-//!    each batch in parallel (`release::parallel`). The bytes are the same
+//!    each batch in parallel (`kanon_io::release`). The bytes are the same
 //!    whatever the number of threads and whatever the buffer.
 //!
 //! Both steps are the engine's one release path ([`kanon_engine::release`]),
@@ -64,18 +64,6 @@ use kanon_io::ops::{barrier, check_interrupt, SpinnerProgress, Ui};
 use kanon_io::publish::Published;
 use kanon_io::storage::Location;
 use kanon_report::{InputTally, ReleaseTally, Sources};
-
-/// Rows of a spilled bucket, sorted in memory at once (`output.buffer_rows`).
-const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
-
-/// Bytes of released rows held in memory before pass 2 spills
-/// (`output.buffer_memory`).
-const DEFAULT_BUFFER_BYTES: u64 = 2 << 30;
-
-/// Rows per batch handed to the release writer, at most: a bucket's rows
-/// (about `buffer::SORT_ROWS`) go in batches of their own, and the buckets
-/// are the same whatever the memory, so the file's bytes are too.
-const WRITE_ROWS: usize = 65_536;
 
 /// Arguments of `kanon anonymize`.
 #[derive(Debug, Args)]

@@ -15,11 +15,10 @@ use kanon_io::exit::Failure;
 use kanon_io::ops::{check_interrupt, Ui};
 use kanon_io::storage::Location;
 
-/// Pass 1: the QI and sensitive columns only, encoded.
 /// Warns, by column and count (never a value), about sensitive texts that
 /// differ from another only by case or surrounding whitespace: they count
 /// toward l as one value but are published as written.
-pub(crate) fn warn_variants(qi: &kanon_engine::encode::QiTable) {
+fn warn_variants(qi: &kanon_engine::encode::QiTable) {
     for column in qi.sensitive() {
         let n = column.case_or_space_variants();
         if n > 0 {
@@ -32,6 +31,8 @@ pub(crate) fn warn_variants(qi: &kanon_engine::encode::QiTable) {
     }
 }
 
+/// Pass 1: the QI and sensitive columns only, encoded, with what pass 2
+/// needs of the input.
 pub(super) struct PassOne {
     pub(super) dataset: Dataset,
     /// The input's batches, its QI and dropped columns left out, when they

@@ -12,13 +12,20 @@ use kanon_engine::Anonymization;
 use super::buckets::ReleaseBuckets;
 use super::buffer;
 use super::plan::{Input, Plan};
-use super::{DEFAULT_BUFFER_ROWS, WRITE_ROWS};
 use kanon_io::dataset::Dataset;
 use kanon_io::delta::series::{LeaveOut, Policy};
 use kanon_io::exit::Failure;
 use kanon_io::ops::{barrier, check_interrupt, Ui};
 use kanon_io::publish::Publisher;
 use kanon_io::release::ReleaseOptions;
+
+/// Rows of a spilled bucket, sorted in memory at once (`output.buffer_rows`).
+const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
+
+/// Rows per batch handed to the release writer, at most: a bucket's rows
+/// (about `buffer::SORT_ROWS`) go in batches of their own, and the buckets
+/// are the same whatever the memory, so the file's bytes are too.
+const WRITE_ROWS: usize = 65_536;
 
 /// Pass 2: every column, recoded batch by batch, put in release order,
 /// checked by its published labels and written (not yet committed).

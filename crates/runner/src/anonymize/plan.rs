@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use kanon_engine::recode::Pseudonymiser;
 use kanon_engine::Error;
 
-use super::{AnonymizeArgs, DEFAULT_BUFFER_BYTES};
+use super::AnonymizeArgs;
 use crate::memory::Budget;
 use kanon_io::config::JobFile;
 use kanon_io::dataset::Dataset;
@@ -15,6 +15,10 @@ use kanon_io::guard::Reads;
 use kanon_io::publish::Target;
 use kanon_io::release::{parse_size, ReleaseOptions};
 use kanon_io::storage::{Location, Storage};
+
+/// Bytes of released rows held in memory before pass 2 spills
+/// (`output.buffer_memory`).
+const DEFAULT_BUFFER_BYTES: u64 = 2 << 30;
 
 /// What a job reads: stored files, or a table in memory.
 #[derive(Debug)]
@@ -174,8 +178,7 @@ impl Plan {
             storage.check_conditional_writes(&output)?;
         }
         let pseudonymiser = job.pseudonymiser()?;
-        let signed_by =
-            kanon_io::signing::signing_key()?.map(|k| kanon_io::signing::public_hex(&k));
+        let signed_by = kanon_io::signing::public_key_hex()?;
         let buffer_memory = match &spec.output.buffer_memory {
             Some(s) => parse_size("output.buffer_memory", s)?,
             None => DEFAULT_BUFFER_BYTES,
