@@ -138,7 +138,7 @@ impl Cluster {
             .with_default_features()
             .with_distributed_worker_resolver(StaticWorkers(workers.to_vec()))
             .with_distributed_planner()
-            .with_distributed_user_codec(KanonCodec)
+            .with_distributed_user_codec(KanonCodec::default())
             .with_distributed_route_tasks_handler(in_order(workers.to_vec()))
             .with_distributed_channel_resolver(KeepAliveChannels::default())
             .build();
@@ -178,22 +178,37 @@ impl Cluster {
     /// Runs the distributed plan of `tasks` (each task's first block and
     /// its encoded [`BlockTask`]; task `i` on worker `i mod workers`) and
     /// records each block's partition bytes in `arrived` as its task's row
-    /// batch comes back. Stops with [`Stop::Cancelled`] once `cancel` fires
-    /// (an interrupt, the job's time limit), dropping the query, which
-    /// cancels the workers' tasks.
+    /// batch comes back.
     async fn execute(
         &self,
         tasks: Vec<(u32, Arc<[u8]>)>,
         cancel: &Cancellation,
         arrived: &mut Arrived,
     ) -> std::result::Result<(), Stop> {
-        let schema = BlockTaskExec::output_schema();
         let variants: Vec<Arc<dyn ExecutionPlan>> = tasks
             .iter()
             .map(|(first, payload)| Arc::new(BlockTaskExec::new(*first, Arc::clone(payload))) as _)
             .collect();
         let original: Arc<dyn ExecutionPlan> =
             Arc::new(BlockTaskExec::new(0, Arc::from(Vec::new())));
+        self.execute_plan(original, variants, cancel, |b| arrived.record(b))
+            .await
+    }
+
+    /// Runs one leaf plan per task (`variants`, task `i` on worker
+    /// `i mod workers`; `original` is what the coordinator would run
+    /// without workers) under a network boundary, and hands every batch
+    /// that comes back to `record`. Stops with [`Stop::Cancelled`] once
+    /// `cancel` fires (an interrupt, the job's time limit), dropping the
+    /// query, which cancels the workers' tasks.
+    async fn execute_plan(
+        &self,
+        original: Arc<dyn ExecutionPlan>,
+        variants: Vec<Arc<dyn ExecutionPlan>>,
+        cancel: &Cancellation,
+        mut record: impl FnMut(&RecordBatch) -> Result<()>,
+    ) -> std::result::Result<(), Stop> {
+        let schema = original.schema();
         let n_tasks = variants.len();
         let leaf = Arc::new(DistributedLeafExec::try_new(original, variants)?);
         let gather = Arc::new(NetworkCoalesceExec::try_new(leaf, n_tasks, 1)?);
@@ -210,7 +225,7 @@ impl Cluster {
             tokio::select! {
                 next = stream.next() => match next {
                     None => return Ok(()),
-                    Some(batch) => arrived.record(&batch?)?,
+                    Some(batch) => record(&batch?)?,
                 },
                 _ = tick.tick() => {
                     if cancel.check().is_err() {
@@ -219,6 +234,108 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// Runs `f` on a thread of its own that blocks on the cluster's
+    /// runtime (the caller may itself be on a runtime).
+    fn block_on<T: Send>(
+        &self,
+        f: impl std::future::Future<Output = std::result::Result<T, Stop>> + Send,
+    ) -> std::result::Result<T, Stop> {
+        std::thread::scope(|s| {
+            s.spawn(|| self.handle.block_on(f))
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(Stop::Failed(DataFusionError::Internal(
+                        "the coordinator's thread panicked".into(),
+                    )))
+                })
+        })
+    }
+
+    /// The engine's error for a run that stopped early: the cancellation's
+    /// reason, or the failure with the workers that no longer answer;
+    /// `waiting` names the workers whose results had not all come back.
+    fn stopped(
+        &self,
+        stop: Stop,
+        cancel: &Cancellation,
+        what: &str,
+        waiting: String,
+    ) -> kanon_engine::Error {
+        match stop {
+            Stop::Cancelled => {
+                let stopped = cancel.check().err().unwrap_or_else(|| {
+                    kanon_engine::Error::Cancelled("the run was cancelled".into())
+                });
+                let message = format!("{stopped} (still waiting for {what} from: {waiting})");
+                match stopped {
+                    kanon_engine::Error::Cancelled(_) => kanon_engine::Error::Cancelled(message),
+                    _ => kanon_engine::Error::Executor(message),
+                }
+            }
+            Stop::Failed(e) => {
+                let lost = self.unreachable(Duration::from_secs(2));
+                let which = match lost.is_empty() {
+                    true => String::new(),
+                    false => format!("unreachable: {}; ", lost.join(", ")),
+                };
+                kanon_engine::Error::Executor(format!(
+                    "{which}no {what} returned by: {waiting}; cause: {e}"
+                ))
+            }
+        }
+    }
+
+    /// How many tasks a run of [`Cluster::run_tasks`] takes: one per worker,
+    /// and at least two (datafusion-distributed runs a stage of one task on
+    /// the coordinator itself, which must never run a worker's task).
+    pub fn tasks_per_run(&self) -> usize {
+        self.workers.len().max(2)
+    }
+
+    /// Runs one task of `kind` per payload on the workers (task `i` on
+    /// worker `i mod workers`; see [`Cluster::tasks_per_run`]) and returns
+    /// each task's result bytes, in task order. The workers run the tasks
+    /// their [`Tasks`] register (`kanon worker`'s are the runner's).
+    ///
+    /// # Errors
+    /// Fewer than two payloads; a lost worker or a worker's error (naming
+    /// the workers still owing results); `cancel` firing.
+    pub fn run_tasks(
+        &self,
+        kind: &str,
+        payloads: Vec<Vec<u8>>,
+        cancel: &Cancellation,
+    ) -> kanon_engine::Result<Vec<Vec<u8>>> {
+        if payloads.len() < 2 {
+            return Err(kanon_engine::Error::Executor(format!(
+                "{} task(s) of `{kind}`: a distributed run takes at least two (a bug in kanon)",
+                payloads.len()
+            )));
+        }
+        let variants: Vec<Arc<dyn ExecutionPlan>> = payloads
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| Arc::new(JobTaskExec::new(kind, i as u32, Arc::from(p), None)) as _)
+            .collect();
+        let n_tasks = variants.len();
+        let original: Arc<dyn ExecutionPlan> =
+            Arc::new(JobTaskExec::new(kind, 0, Arc::from(Vec::new()), None));
+        let mut results = TaskResults::new(n_tasks);
+        let outcome =
+            self.block_on(self.execute_plan(original, variants, cancel, |b| results.record(b)));
+        if let Err(stop) = outcome {
+            let waiting = results
+                .missing()
+                .map(|t| self.workers[t % self.workers.len()].as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(self.stopped(stop, cancel, &format!("`{kind}` results"), waiting));
+        }
+        results.finish(kind)
     }
 
     /// The workers that refuse a TCP connection within `timeout`: named in
@@ -273,50 +390,15 @@ impl BlockExecutor for Cluster {
         let encode_s = t.elapsed().as_secs_f64();
         blocks.cancel().check()?;
         let mut arrived = Arrived::new(&ranges, blocks.len());
-        let result = std::thread::scope(|s| {
-            s.spawn(|| {
-                self.handle
-                    .block_on(self.execute(tasks, blocks.cancel(), &mut arrived))
-            })
-            .join()
-            .unwrap_or_else(|_| {
-                Err(Stop::Failed(DataFusionError::Internal(
-                    "the coordinator's thread panicked".into(),
-                )))
-            })
-        });
-        let waiting = || {
-            let names: Vec<&str> = arrived
+        let result = self.block_on(self.execute(tasks, blocks.cancel(), &mut arrived));
+        if let Err(stop) = result {
+            let waiting: Vec<&str> = arrived
                 .missing_tasks()
                 .map(|task| self.workers[task % self.workers.len()].as_str())
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            names.join(", ")
-        };
-        match result {
-            Ok(()) => {}
-            Err(Stop::Cancelled) => {
-                let stopped = blocks.cancel().check().err().unwrap_or_else(|| {
-                    kanon_engine::Error::Cancelled("the run was cancelled".into())
-                });
-                let message = format!("{stopped} (still waiting for blocks from: {})", waiting());
-                return Err(match stopped {
-                    kanon_engine::Error::Cancelled(_) => kanon_engine::Error::Cancelled(message),
-                    _ => kanon_engine::Error::Executor(message),
-                });
-            }
-            Err(Stop::Failed(e)) => {
-                let lost = self.unreachable(Duration::from_secs(2));
-                let which = match lost.is_empty() {
-                    true => String::new(),
-                    false => format!("unreachable: {}; ", lost.join(", ")),
-                };
-                return Err(kanon_engine::Error::Executor(format!(
-                    "{which}no blocks returned by: {}; cause: {e}",
-                    waiting()
-                )));
-            }
+            return Err(self.stopped(stop, blocks.cancel(), "blocks", waiting.join(", ")));
         }
         let (partitions, bytes_from_workers, task_s) = arrived.finish()?;
         let tasks: Vec<serde_json::Value> = ranges
@@ -450,6 +532,89 @@ impl Arrived {
             bytes,
             self.task_s.into_iter().map(|s| s.unwrap_or(0.0)).collect(),
         ))
+    }
+}
+
+/// The results of [`Cluster::run_tasks`] as they come back: each task's
+/// chunks, in order.
+struct TaskResults {
+    chunks: Vec<Vec<Option<Vec<u8>>>>,
+}
+
+impl TaskResults {
+    fn new(n_tasks: usize) -> Self {
+        TaskResults {
+            chunks: vec![Vec::new(); n_tasks],
+        }
+    }
+
+    fn record(&mut self, batch: &RecordBatch) -> Result<()> {
+        let column = |i: usize| {
+            batch
+                .column(i)
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| {
+                    DataFusionError::Internal("a task result column is not UInt32".into())
+                })
+        };
+        let (tasks, chunks, of) = (column(0)?, column(1)?, column(2)?);
+        let bytes = batch
+            .column(3)
+            .as_any()
+            .downcast_ref::<LargeBinaryArray>()
+            .ok_or_else(|| DataFusionError::Internal("a task result is not LargeBinary".into()))?;
+        for i in 0..batch.num_rows() {
+            let (task, chunk, of) = (
+                tasks.value(i) as usize,
+                chunks.value(i) as usize,
+                of.value(i) as usize,
+            );
+            let Some(slots) = self.chunks.get_mut(task) else {
+                return internal_err!(
+                    "a worker returned task {task} of a run of {}",
+                    self.chunks.len()
+                );
+            };
+            if slots.is_empty() {
+                slots.resize(of, None);
+            }
+            if slots.len() != of || chunk >= of {
+                return internal_err!(
+                    "a worker returned chunk {chunk} of {of} of task {task}, which has {}",
+                    slots.len()
+                );
+            }
+            if slots[chunk].replace(bytes.value(i).to_vec()).is_some() {
+                return internal_err!("a worker returned chunk {chunk} of task {task} twice");
+            }
+        }
+        Ok(())
+    }
+
+    /// The tasks with a chunk not yet returned.
+    fn missing(&self) -> impl Iterator<Item = usize> + '_ {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_empty() || c.iter().any(Option::is_none))
+            .map(|(t, _)| t)
+    }
+
+    fn finish(self, kind: &str) -> kanon_engine::Result<Vec<Vec<u8>>> {
+        let missing = self.missing().count();
+        if missing > 0 {
+            return Err(kanon_engine::Error::Executor(format!(
+                "the workers returned {} of {} `{kind}` results",
+                self.chunks.len() - missing,
+                self.chunks.len()
+            )));
+        }
+        Ok(self
+            .chunks
+            .into_iter()
+            .map(|c| c.into_iter().flatten().flatten().collect())
+            .collect())
     }
 }
 
@@ -682,6 +847,213 @@ impl ExecutionPlan for BlockTaskExec {
     }
 }
 
+/// A task a worker runs by its kind: the payload's bytes in, the result's
+/// bytes out (see [`Tasks`]).
+pub type TaskFn =
+    dyn Fn(&[u8], &Cancellation) -> std::result::Result<Vec<u8>, String> + Send + Sync;
+
+/// The kinds of task a worker runs besides blocks, registered by the
+/// program that serves it ([`worker_with`]): `kanon worker` registers the
+/// runner's, which read the job's storage. A coordinator needs none.
+#[derive(Clone, Default)]
+pub struct Tasks(Arc<std::collections::BTreeMap<String, Arc<TaskFn>>>);
+
+impl Tasks {
+    /// These tasks and `run` for tasks of `kind`.
+    pub fn with(
+        self,
+        kind: &str,
+        run: impl Fn(&[u8], &Cancellation) -> std::result::Result<Vec<u8>, String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Tasks {
+        let mut map = (*self.0).clone();
+        map.insert(kind.to_string(), Arc::new(run));
+        Tasks(Arc::new(map))
+    }
+
+    fn get(&self, kind: &str) -> Option<Arc<TaskFn>> {
+        self.0.get(kind).cloned()
+    }
+}
+
+impl fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// Bytes of a task's result per row sent back: Arrow Flight carries each
+/// batch as one gRPC message, which stays well under its size limits.
+const RESULT_CHUNK: usize = 2 << 20;
+
+/// The leaf of a worker's task of [`Cluster::run_tasks`]: runs the task's
+/// function on its payload and emits the result in chunks (task, chunk,
+/// chunks, bytes), one batch per chunk.
+pub struct JobTaskExec {
+    kind: String,
+    task: u32,
+    payload: Arc<[u8]>,
+    /// The function, on a worker that registers the kind.
+    run: Option<Arc<TaskFn>>,
+    properties: Arc<PlanProperties>,
+}
+
+impl fmt::Debug for JobTaskExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobTaskExec")
+            .field("kind", &self.kind)
+            .field("task", &self.task)
+            .field("payload_bytes", &self.payload.len())
+            .finish()
+    }
+}
+
+impl JobTaskExec {
+    fn new(kind: &str, task: u32, payload: Arc<[u8]>, run: Option<Arc<TaskFn>>) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(Self::output_schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
+        JobTaskExec {
+            kind: kind.to_string(),
+            task,
+            payload,
+            run,
+            properties,
+        }
+    }
+
+    fn output_schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("task", DataType::UInt32, false),
+            Field::new("chunk", DataType::UInt32, false),
+            Field::new("chunks", DataType::UInt32, false),
+            Field::new("bytes", DataType::LargeBinary, false),
+        ]))
+    }
+
+    /// The result's chunks as batches.
+    fn batches(task: u32, result: &[u8]) -> Result<Vec<RecordBatch>> {
+        let chunks: Vec<&[u8]> = match result.is_empty() {
+            true => vec![&[][..]],
+            false => result.chunks(RESULT_CHUNK).collect(),
+        };
+        let of = chunks.len() as u32;
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                Ok(RecordBatch::try_new(
+                    Self::output_schema(),
+                    vec![
+                        Arc::new(UInt32Array::from(vec![task])),
+                        Arc::new(UInt32Array::from(vec![i as u32])),
+                        Arc::new(UInt32Array::from(vec![of])),
+                        Arc::new(LargeBinaryArray::from_iter_values([*c])),
+                    ],
+                )?)
+            })
+            .collect()
+    }
+}
+
+impl DisplayAs for JobTaskExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "JobTaskExec: {} task {}, {} bytes",
+            self.kind,
+            self.task,
+            self.payload.len()
+        )
+    }
+}
+
+impl ExecutionPlan for JobTaskExec {
+    fn name(&self) -> &str {
+        "JobTaskExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !children.is_empty() {
+            return internal_err!("JobTaskExec takes no child");
+        }
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        crate::exec::only_partition("JobTaskExec", partition)?;
+        let Some(run) = self.run.clone() else {
+            return match self.payload.is_empty() {
+                true => internal_err!(
+                    "a `{}` task ran on the coordinator instead of a worker: a bug in kanon",
+                    self.kind
+                ),
+                false => Err(DataFusionError::Execution(format!(
+                    "this worker does not run `{}` tasks: run the workers from the same kanon build as the coordinator",
+                    self.kind
+                ))),
+            };
+        };
+        let (kind, task, payload) = (self.kind.clone(), self.task, Arc::clone(&self.payload));
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let guard = CancelOnDrop(Arc::clone(&cancelled));
+        let work = async move {
+            let _guard = guard;
+            let job = SpawnedTask::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
+                let cancel = Cancellation::from_flag(cancelled);
+                let t = Instant::now();
+                let result = run(&payload, &cancel).map_err(DataFusionError::Execution)?;
+                tracing::info!(
+                    kind,
+                    task,
+                    bytes = result.len(),
+                    seconds = t.elapsed().as_secs_f64(),
+                    "task done"
+                );
+                JobTaskExec::batches(task, &result)
+            });
+            job.join()
+                .await
+                .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
+        };
+        let batches = futures::stream::once(work).flat_map(|r| match r {
+            Ok(batches) => futures::stream::iter(batches.into_iter().map(Ok).collect::<Vec<_>>()),
+            Err(e) => futures::stream::iter(vec![Err(e)]),
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Self::output_schema(),
+            batches,
+        )))
+    }
+}
+
 /// The head of the blocks' plan, on the coordinator: every block's row from
 /// every worker task, in one partition (what the distributed plan's root
 /// must have). A node of kanon's own, because the physical optimizer drops a
@@ -757,12 +1129,24 @@ impl ExecutionPlan for GatherExec {
 }
 
 /// Carries kanon's plan nodes between the coordinator and the workers:
-/// registered on both sides (`with_distributed_user_codec(KanonCodec)`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KanonCodec;
+/// registered on both sides (`with_distributed_user_codec`). A worker's
+/// codec holds the [`Tasks`] it runs; a coordinator's needs none.
+#[derive(Debug, Clone, Default)]
+pub struct KanonCodec {
+    tasks: Tasks,
+}
+
+impl KanonCodec {
+    /// The codec of a worker that runs `tasks`.
+    pub fn with_tasks(tasks: Tasks) -> KanonCodec {
+        KanonCodec { tasks }
+    }
+}
 
 /// The first bytes of an encoded [`BlockTaskExec`].
 const BLOCK_TASK_TAG: &[u8] = b"kanon.block-task.1";
+/// The first bytes of an encoded [`JobTaskExec`].
+const JOB_TASK_TAG: &[u8] = b"kanon.job-task.1";
 
 impl PhysicalExtensionCodec for KanonCodec {
     fn try_decode(
@@ -772,10 +1156,32 @@ impl PhysicalExtensionCodec for KanonCodec {
         _ctx: &TaskContext,
         _proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !inputs.is_empty() {
+            return internal_err!("a kanon plan node with inputs");
+        }
+        if let Some(rest) = buf.strip_prefix(JOB_TASK_TAG) {
+            let malformed = || DataFusionError::Internal("a malformed JobTaskExec".into());
+            let (len, rest) = rest.split_first_chunk::<2>().ok_or_else(malformed)?;
+            let len = u16::from_le_bytes(*len) as usize;
+            if rest.len() < len + 4 {
+                return Err(malformed());
+            }
+            let (kind, rest) = rest.split_at(len);
+            let kind = std::str::from_utf8(kind).map_err(|_| malformed())?;
+            let (task, payload) = rest.split_at(4);
+            let task = u32::from_le_bytes(task.try_into().expect("4 bytes"));
+            let run = self.tasks.get(kind);
+            return Ok(Arc::new(JobTaskExec::new(
+                kind,
+                task,
+                Arc::from(payload),
+                run,
+            )));
+        }
         let Some(rest) = buf.strip_prefix(BLOCK_TASK_TAG) else {
             return internal_err!("not a kanon plan node (or another kanon version's)");
         };
-        if !inputs.is_empty() || rest.len() < 4 {
+        if rest.len() < 4 {
             return internal_err!("a malformed BlockTaskExec");
         }
         let (first, payload) = rest.split_at(4);
@@ -789,6 +1195,18 @@ impl PhysicalExtensionCodec for KanonCodec {
         buf: &mut Vec<u8>,
         _proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<()> {
+        if let Some(exec) = node.downcast_ref::<JobTaskExec>() {
+            let kind = exec.kind.as_bytes();
+            let Ok(len) = u16::try_from(kind.len()) else {
+                return internal_err!("a task kind of {} bytes", kind.len());
+            };
+            buf.extend_from_slice(JOB_TASK_TAG);
+            buf.extend_from_slice(&len.to_le_bytes());
+            buf.extend_from_slice(kind);
+            buf.extend_from_slice(&exec.task.to_le_bytes());
+            buf.extend_from_slice(&exec.payload);
+            return Ok(());
+        }
         let Some(exec) = node.downcast_ref::<BlockTaskExec>() else {
             return internal_err!("KanonCodec cannot encode {}", node.name());
         };
@@ -799,35 +1217,82 @@ impl PhysicalExtensionCodec for KanonCodec {
     }
 }
 
-/// A datafusion-distributed worker that runs kanon's plan nodes: what
-/// `kanon worker` serves. Pseudonymisation keys never travel to it (pass 2
-/// stays on the coordinator).
-pub fn worker() -> Worker {
-    Worker::from_session_builder(worker_session)
+/// A datafusion-distributed worker that runs kanon's plan nodes: blocks,
+/// and the tasks of `tasks`. Pseudonymisation keys never travel to it.
+pub fn worker_with(tasks: Tasks) -> Worker {
+    Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+        let tasks = tasks.clone();
+        async move {
+            Ok(ctx
+                .builder
+                .with_distributed_user_codec(KanonCodec::with_tasks(tasks))
+                .build())
+        }
+    })
 }
 
-/// The session of one query on a worker: DataFusion's defaults and
-/// [`KanonCodec`]. Public for in-memory test clusters.
+/// The session of one query on a worker that runs blocks only:
+/// DataFusion's defaults and [`KanonCodec`]. Public for in-memory test
+/// clusters.
 pub async fn worker_session(
     ctx: WorkerQueryContext,
 ) -> Result<datafusion::execution::SessionState> {
-    Ok(ctx.builder.with_distributed_user_codec(KanonCodec).build())
+    Ok(ctx
+        .builder
+        .with_distributed_user_codec(KanonCodec::default())
+        .build())
 }
 
-/// Serves [`worker`] on `listener` until `shutdown` completes.
+/// Serves [`worker_with`]`(tasks)` on `listener` until `shutdown`
+/// completes.
 ///
 /// # Errors
 /// When the gRPC server fails.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    tasks: Tasks,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
     tonic::transport::Server::builder()
-        .add_service(worker().into_worker_server())
+        .add_service(worker_with(tasks).into_worker_server())
         .serve_with_incoming_shutdown(
             tonic::transport::server::TcpIncoming::from(listener),
             shutdown,
         )
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_results_come_back_whole_in_chunks_in_any_order() {
+        let big: Vec<u8> = (0..(2 * RESULT_CHUNK + 17))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let mut batches = JobTaskExec::batches(1, &big).unwrap();
+        assert_eq!(batches.len(), 3);
+        batches.reverse();
+        batches.extend(JobTaskExec::batches(0, &[]).unwrap());
+        let mut results = TaskResults::new(2);
+        assert_eq!(results.missing().collect::<Vec<_>>(), [0, 1]);
+        for b in &batches[..2] {
+            results.record(b).unwrap();
+        }
+        assert_eq!(results.missing().collect::<Vec<_>>(), [0, 1]);
+        for b in &batches[2..] {
+            results.record(b).unwrap();
+        }
+        assert!(results.record(&batches[0]).is_err(), "a chunk twice");
+        let out = results.finish("test").unwrap();
+        assert_eq!(out, [Vec::new(), big]);
+        let mut short = TaskResults::new(2);
+        short
+            .record(&JobTaskExec::batches(0, b"x").unwrap()[0])
+            .unwrap();
+        let err = short.finish("test").unwrap_err().to_string();
+        assert!(err.contains("returned 1 of 2 `test` results"), "{err}");
+    }
 }

@@ -39,7 +39,7 @@ fn in_memory_cluster(n: usize) -> Cluster {
         .with_distributed_planner()
         .with_distributed_worker_resolver(workers)
         .with_distributed_channel_resolver(channels)
-        .with_distributed_user_codec(KanonCodec)
+        .with_distributed_user_codec(KanonCodec::default())
         .build();
     Cluster::with_context(
         SessionContext::from(state),

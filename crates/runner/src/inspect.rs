@@ -76,6 +76,14 @@ pub struct InspectArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Have these `kanon worker`s read the dataset (Parquet files or a
+    /// Delta table, local or on S3, with their own credentials) and count
+    /// its QI tuples: this process lists the files and merges the counts,
+    /// and never opens a data file. Addresses as for `kanon anonymize
+    /// --workers`. Needs `--qi` or `--config`; measures everything but the
+    /// minimal sample uniques and population risks.
+    #[arg(long, value_delimiter = ',', value_name = "URL")]
+    workers: Vec<String>,
     #[command(flatten)]
     storage: StorageArgs,
 }
@@ -118,6 +126,9 @@ struct Risk {
 #[derive(Debug, Serialize)]
 struct Inspection {
     input: String,
+    /// With `--workers`: the workers that read the files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workers: Option<Vec<String>>,
     format: &'static str,
     files: usize,
     bytes: u64,
@@ -137,7 +148,27 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
     let settings = Settings::of(args)?;
     let storage = Storage::new(&settings.storage);
     let location = Location::parse(&args.file)?;
-    let (dataset, history) = open(args, &settings.input, &storage, &location)?;
+    let report = match args.workers.is_empty() {
+        true => inspect_here(args, &settings, &storage, &location, ui)?,
+        false => on_workers(args, &settings, &storage, &location, ui)?,
+    };
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report.0)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_text(&report.0, report.1.as_ref());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The inspection of a dataset read by this process.
+fn inspect_here(
+    args: &InspectArgs,
+    settings: &Settings,
+    storage: &Storage,
+    location: &Location,
+    ui: &Ui,
+) -> Result<(Inspection, Option<History>)> {
+    let (dataset, history) = open(args, &settings.input, storage, location)?;
     let columns = dataset
         .schema
         .fields()
@@ -148,9 +179,10 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
             nullable: f.is_nullable(),
         })
         .collect();
-    let (rows, risk) = measure(&settings, &storage, &dataset, &location, ui)?;
+    let (rows, risk) = measure(settings, storage, &dataset, location, ui)?;
     let report = Inspection {
         input: location.to_string(),
+        workers: None,
         format: dataset.format.name(),
         files: dataset.n_files(),
         bytes: dataset.bytes,
@@ -160,12 +192,128 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<ExitCode> {
         delta_version: dataset.delta_version,
         delta_history: history.as_ref().map(|(_, h)| h.clone()),
     };
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(ExitCode::SUCCESS);
+    Ok((report, history))
+}
+
+/// The inspection of a dataset read by workers (issue 35): the files are
+/// listed here and counted there ([`crate::cluster::census`]).
+#[cfg(feature = "distributed")]
+fn on_workers(
+    args: &InspectArgs,
+    s: &Settings,
+    storage: &Storage,
+    location: &Location,
+    ui: &Ui,
+) -> Result<(Inspection, Option<History>)> {
+    use crate::cluster::census::{self, Census};
+
+    let refuse = |what: &str| -> Result<(Inspection, Option<History>)> {
+        Err(Failure::bad_input(format!(
+            "--workers: {what} is measured on one machine only for now; run without --workers"
+        ))
+        .into())
+    };
+    if args.table.is_some() {
+        return refuse("a table in memory");
     }
-    print_text(&report, history.as_ref());
-    Ok(ExitCode::SUCCESS)
+    if s.qis.is_empty() {
+        return Err(Failure::bad_input(
+            "--workers counts the quasi-identifiers' tuples: name them with --qi or --config",
+        )
+        .into());
+    }
+    if s.entity.is_some() {
+        return refuse("a job with privacy.entity (people are counted across every file)");
+    }
+    if s.risk.population.is_some() {
+        return refuse("a population table (--population, risk.population)");
+    }
+    let cluster = crate::cluster::WorkersArg {
+        workers: args.workers.clone(),
+    }
+    .cluster()?
+    .expect("workers named");
+    let files = kanon_io::dataset::parquet_files(storage, location, &s.input)?;
+    let tasks = census::tasks(
+        &s.storage,
+        location,
+        files,
+        &raw_qi_spec(&s.qis),
+        cluster.tasks_per_run(),
+    );
+    let payloads = tasks
+        .iter()
+        .map(|t| t.to_bytes())
+        .collect::<Result<Vec<_>>>()?;
+    let spinner = ui.bar("workers reading", None);
+    let cancel = kanon_io::ops::cancellation();
+    let results = cluster
+        .run_tasks(census::KIND, payloads, &cancel)
+        .context("the workers did not count the table; nothing was measured")?;
+    spinner.finish_and_clear();
+    let shares = results
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            let worker = cluster.workers()[i % cluster.workers().len()].to_string();
+            let share: Census = postcard::from_bytes(bytes).with_context(|| {
+                format!(
+                    "a census from {worker} is not readable (a worker of another kanon version?)"
+                )
+            })?;
+            Ok((worker, share))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let census = Census::merge(shares, location)?;
+    let (tuples, sizes) = census.classes();
+    let excluded = census.excluded as usize;
+    let active = sizes.iter().sum::<usize>();
+    let profile = kanon_engine::metrics::risk::risk_profile_of_sizes(
+        &sizes,
+        excluded,
+        &s.risk.options(active),
+    )?;
+    let views: Vec<&[u32]> = tuples.iter().map(Vec::as_slice).collect();
+    let requirements = kanon_engine::metrics::risk::standing_of_classes(
+        s.qis.len(),
+        &views,
+        &sizes,
+        &s.requirements,
+    )
+    .0;
+    let risk = risk_of(&s.qis, None, &sizes, excluded, &s.ks, requirements, profile);
+    let report = Inspection {
+        input: location.to_string(),
+        workers: Some(cluster.workers().iter().map(|u| u.to_string()).collect()),
+        format: "parquet",
+        files: census.files,
+        bytes: census.bytes,
+        rows: census.rows,
+        columns: census
+            .columns
+            .into_iter()
+            .map(|c| Column {
+                name: c.name,
+                data_type: c.data_type,
+                nullable: c.nullable,
+            })
+            .collect(),
+        risk: Some(risk),
+        delta_version: None,
+        delta_history: None,
+    };
+    Ok((report, None))
+}
+
+#[cfg(not(feature = "distributed"))]
+fn on_workers(
+    args: &InspectArgs,
+    _: &Settings,
+    _: &Storage,
+    _: &Location,
+    _: &Ui,
+) -> Result<(Inspection, Option<History>)> {
+    match crate::cluster::connect(&args.workers)? {}
 }
 
 /// What `kanon inspect` measures and where it reads: the job file's
@@ -354,30 +502,7 @@ fn measure(
             }
         };
     } else {
-        // The raw values of each QI, as categories; nulls counted apart.
-        let spec = JobSpec {
-            attributes: qis
-                .iter()
-                .map(|q| AttributeSpec {
-                    name: q.clone(),
-                    role: Role::QuasiIdentifier,
-                    kind: Some(Kind::Categorical),
-                    hierarchy: None,
-                    hierarchy_delimiter: None,
-                    intervals: None,
-                    cuts: None,
-                    masking: false,
-                    weight: None,
-                    nulls: NullPolicy::Suppress,
-                    key_env: None,
-                    top_code: None,
-                    bottom_code: None,
-                    microaggregation: None,
-                    windows: Vec::new(),
-                })
-                .collect(),
-            ..Default::default()
-        };
+        let spec = raw_qi_spec(qis);
         let (table, read) = read_qis(
             &spec,
             storage,
@@ -416,33 +541,84 @@ fn measure(
         let requirements = requirement_risk(&table, requirements);
         let classes = EquivalenceClasses::of(&table);
         let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
-        let active = sizes.iter().sum::<usize>().max(1) as f64;
-        risk = Some(Risk {
-            quasi_identifiers: qis.clone(),
-            people: entity.as_ref().map(|_| table.n_rows()),
-            entity: entity.clone(),
-            classes: sizes.len(),
-            smallest_class: sizes.iter().copied().min().unwrap_or(0),
-            unique_rows: sizes.iter().filter(|&&s| s == 1).count(),
-            rows_with_null_qi: table.excluded().len(),
-            at_risk: ks
-                .iter()
-                .map(|&k| {
-                    let small: Vec<usize> = sizes.iter().copied().filter(|&s| s < k).collect();
-                    let rows: usize = small.iter().sum();
-                    AtRisk {
-                        k,
-                        classes: small.len(),
-                        rows,
-                        share: rows as f64 / active,
-                    }
-                })
-                .collect(),
+        let people = entity.as_ref().map(|e| (e.clone(), table.n_rows()));
+        risk = Some(risk_of(
+            qis,
+            people,
+            &sizes,
+            table.excluded().len(),
+            ks,
             requirements,
             profile,
-        });
+        ));
     }
     Ok((rows, risk))
+}
+
+/// The job of `kanon inspect`: the raw values of each QI, as categories;
+/// nulls counted apart.
+fn raw_qi_spec(qis: &[String]) -> JobSpec {
+    JobSpec {
+        attributes: qis
+            .iter()
+            .map(|q| AttributeSpec {
+                name: q.clone(),
+                role: Role::QuasiIdentifier,
+                kind: Some(Kind::Categorical),
+                hierarchy: None,
+                hierarchy_delimiter: None,
+                intervals: None,
+                cuts: None,
+                masking: false,
+                weight: None,
+                nulls: NullPolicy::Suppress,
+                key_env: None,
+                top_code: None,
+                bottom_code: None,
+                microaggregation: None,
+                windows: Vec::new(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The risk figures from the classes' sizes: `people` is the entity
+/// column and the people counted, when counting people.
+fn risk_of(
+    qis: &[String],
+    people: Option<(String, usize)>,
+    sizes: &[usize],
+    excluded: usize,
+    ks: &[usize],
+    requirements: Vec<RequirementRisk>,
+    profile: RiskProfile,
+) -> Risk {
+    let active = sizes.iter().sum::<usize>().max(1) as f64;
+    Risk {
+        quasi_identifiers: qis.to_vec(),
+        people: people.as_ref().map(|p| p.1),
+        entity: people.map(|p| p.0),
+        classes: sizes.len(),
+        smallest_class: sizes.iter().copied().min().unwrap_or(0),
+        unique_rows: sizes.iter().filter(|&&s| s == 1).count(),
+        rows_with_null_qi: excluded,
+        at_risk: ks
+            .iter()
+            .map(|&k| {
+                let small: Vec<usize> = sizes.iter().copied().filter(|&s| s < k).collect();
+                let rows: usize = small.iter().sum();
+                AtRisk {
+                    k,
+                    classes: small.len(),
+                    rows,
+                    share: rows as f64 / active,
+                }
+            })
+            .collect(),
+        requirements,
+        profile,
+    }
 }
 
 /// The inspection as text.
@@ -474,6 +650,13 @@ fn print_text(report: &Inspection, history: Option<&History>) {
             c.name,
             c.data_type,
             if c.nullable { "" } else { " not null" }
+        );
+    }
+    if let Some(workers) = &report.workers {
+        outln!(
+            "read by {} worker(s): {} (minimal sample uniques are not measured with --workers)",
+            workers.len(),
+            workers.join(", ")
         );
     }
     if let Some(r) = &report.risk {

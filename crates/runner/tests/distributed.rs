@@ -19,7 +19,16 @@ struct Worker {
 
 impl Worker {
     fn start() -> Worker {
-        let mut child = kanon()
+        Worker::start_with(&[])
+    }
+
+    /// A worker with `env` set (its storage credentials).
+    fn start_with(env: &[(&str, &str)]) -> Worker {
+        let mut c = kanon();
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c
             .args(["worker", "--listen", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -320,4 +329,187 @@ fn a_stalled_worker_fails_the_job_by_itself_without_a_time_limit() {
         "{err}"
     );
     assert!(ls(out.path()).is_empty(), "{:?}", ls(out.path()));
+}
+
+/// Access key id of the coordinator in the census tests, told apart from
+/// the workers' in the store's request log.
+const COORDINATOR_KEY: &str = "AKIAKANONCOORDINATOR";
+/// Access key id of the workers in the census tests.
+const WORKER_KEY: &str = "AKIAKANONWORKERS0001";
+
+/// The QIs the census tests count.
+const CENSUS_QIS: &str = "age,sex,race,marital-status,education";
+
+/// Bundled Adult in four Parquet parts, uploaded to `s3://lake/adult/`;
+/// the local directory of the parts is returned too.
+fn adult_in_the_lake(m: &Moto) -> tempfile::TempDir {
+    let parts = tempfile::tempdir().unwrap();
+    m.create_bucket("lake");
+    for p in adult_parts(parts.path(), 4) {
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        m.put(
+            "lake",
+            &format!("adult/{name}"),
+            &std::fs::read(&p).unwrap(),
+        );
+    }
+    parts
+}
+
+/// The JSON of `kanon inspect` with `args`, checked to succeed.
+fn inspect_json(c: &mut std::process::Command) -> serde_json::Value {
+    let o = run(c);
+    assert!(o.status.success(), "{}", show(&o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)))
+}
+
+#[test]
+fn inspect_on_two_workers_reads_nothing_here_and_counts_as_one_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let Some(m) = Moto::start_logged(&log) else {
+        return;
+    };
+    let parts = adult_in_the_lake(&m);
+    let creds = [
+        ("AWS_ACCESS_KEY_ID", WORKER_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let (a, b) = (Worker::start_with(&creds), Worker::start_with(&creds));
+    let args = [
+        "--qi",
+        CENSUS_QIS,
+        "--k",
+        "2",
+        "--k",
+        "5",
+        "--k",
+        "10",
+        "--msu-size",
+        "0",
+        "--json",
+    ];
+    let there = inspect_json(
+        m.kanon()
+            .env("AWS_ACCESS_KEY_ID", COORDINATOR_KEY)
+            .args(["inspect", "s3://lake/adult/"])
+            .args(args)
+            .args(["--workers", &format!("{},{}", a.url, b.url)]),
+    );
+    let here = inspect_json(kanon().arg("inspect").arg(parts.path()).args(args));
+    // Every figure as on one machine reading the same files.
+    for field in ["files", "bytes", "rows", "columns", "risk"] {
+        assert_eq!(there[field], here[field], "{field}: {there} against {here}");
+    }
+    assert_eq!(there["rows"], 30162, "{there}");
+    assert!(
+        there["risk"]["unique_rows"].as_u64().unwrap() > 0,
+        "{there}"
+    );
+    assert_eq!(there["workers"].as_array().unwrap().len(), 2, "{there}");
+    // The store's request log: the coordinator listed the prefix and
+    // opened no data file; the workers read every part.
+    let log = std::fs::read_to_string(&log).unwrap();
+    let coordinator: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with(COORDINATOR_KEY))
+        .collect();
+    assert!(
+        !coordinator.is_empty(),
+        "the coordinator made no request:\n{log}"
+    );
+    for line in &coordinator {
+        assert!(
+            !line.contains(".parquet"),
+            "the coordinator touched a data file: {line}\n{log}"
+        );
+    }
+    for i in 0..4 {
+        let part = format!("/lake/adult/part-{i}.parquet");
+        assert!(
+            log.lines()
+                .any(|l| l.starts_with(WORKER_KEY) && l.contains(" GET ") && l.contains(&part)),
+            "no worker read {part}:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn inspect_on_workers_reads_a_delta_tables_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("released");
+    for (i, part) in adult_parts(dir.path(), 2).iter().enumerate() {
+        let mut c = kanon();
+        c.args(["anonymize", "-c", "configs/adult.toml", "-i"])
+            .arg(part)
+            .arg("-o")
+            .arg(&table)
+            .args(["--set", "output.format=delta"]);
+        if i > 0 {
+            c.args([
+                "--set",
+                "output.mode=append",
+                "--set",
+                "output.unchecked_series=true",
+            ])
+            .arg("--weaken-privacy");
+        }
+        let o = run(&mut c);
+        assert!(o.status.success(), "{}", show(&o));
+    }
+    let (a, b) = (Worker::start(), Worker::start());
+    let args = ["--qi", "age,sex,race", "--msu-size", "0", "--json"];
+    let there = inspect_json(
+        kanon()
+            .arg("inspect")
+            .arg(&table)
+            .args(args)
+            .args(["--workers", &format!("{},{}", a.url, b.url)]),
+    );
+    let here = inspect_json(kanon().arg("inspect").arg(&table).args(args));
+    for field in ["files", "bytes", "rows", "columns", "risk"] {
+        assert_eq!(there[field], here[field], "{field}: {there} against {here}");
+    }
+    assert_eq!(there["files"], 2, "{there}");
+}
+
+#[test]
+fn a_lost_worker_fails_inspect_by_its_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = adult_parts(dir.path(), 3);
+    let (a, mut b) = (Worker::start(), Worker::start());
+    b.kill();
+    let o = run(kanon()
+        .arg("inspect")
+        .arg(parts[0].parent().unwrap())
+        .args(["--qi", CENSUS_QIS])
+        .args(["--workers", &format!("{},{}", a.url, b.url)]));
+    assert_eq!(o.status.code(), Some(4), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("unreachable: {}", b.url)), "{err}");
+    assert!(err.contains("nothing was measured"), "{err}");
+}
+
+#[test]
+fn inspect_on_workers_refuses_what_it_cannot_count_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, "a,b\n1,2\n").unwrap();
+    let o = run(kanon()
+        .arg("inspect")
+        .arg(&csv)
+        .args(["--qi", "a", "--workers", "127.0.0.1:1"]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("Parquet files and Delta tables only"),
+        "{}",
+        show(&o)
+    );
+    let o = run(kanon()
+        .arg("inspect")
+        .arg(&csv)
+        .args(["--workers", "127.0.0.1:1"]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("--qi or --config"), "{}", show(&o));
 }

@@ -382,6 +382,61 @@ impl Dataset {
     }
 }
 
+/// The Parquet files of a dataset (a file, directory, glob, S3 prefix or
+/// Delta table), listed without opening any: names and sizes from the
+/// listing, or from a Delta table's log (its files' sizes unknown, 0).
+/// What a coordinator hands to workers that read the files themselves
+/// (issue 35).
+///
+/// # Errors
+/// As [`Dataset::open`] for a missing location or no files; a CSV dataset
+/// (workers read Parquet files and Delta tables only).
+pub fn parquet_files(
+    storage: &Storage,
+    location: &Location,
+    spec: &InputSpec,
+) -> Result<Vec<(Location, u64)>> {
+    let delta = match spec.format.as_deref() {
+        Some("delta") => true,
+        None => is_delta_table(storage, location)?,
+        Some(_) => false,
+    };
+    if delta {
+        let table = crate::delta::Table::at(storage, location)?;
+        let dt = table.load_existing(storage, spec.version)?;
+        let files = crate::delta::data_files(&dt, location, true)?;
+        return Ok(files.into_iter().map(|f| (f, 0)).collect());
+    }
+    let csv = || -> anyhow::Error {
+        Failure::bad_input(format!(
+            "{location} is read as CSV, and workers read Parquet files and Delta tables only: run without --workers, or convert it to Parquet"
+        ))
+        .into()
+    };
+    let declared = match spec.format.as_deref() {
+        None => None,
+        Some(f) => match Format::of_name(f) {
+            Some(Format::Parquet) => Some(Format::Parquet),
+            Some(_) => return Err(csv()),
+            None => {
+                return Err(Failure::bad_input(format!(
+                    "`input.format = \"{f}\"` is not a format kanon reads: use \"parquet\", \"csv\" or \"delta\""
+                ))
+                .into())
+            }
+        },
+    };
+    let metas = list_files(storage, location, declared)?;
+    if declared.is_none()
+        && metas
+            .iter()
+            .any(|m| Format::of_path(&location_name(&m.location)) != Some(Format::Parquet))
+    {
+        return Err(csv());
+    }
+    Ok(metas.into_iter().map(|m| (m.location, m.size)).collect())
+}
+
 /// Whether `location` is a Delta table (local directory or S3 prefix with a
 /// `_delta_log`).
 pub fn is_delta_table(storage: &Storage, location: &Location) -> Result<bool> {

@@ -188,18 +188,25 @@ pub const SECRET: &str = "kanon-test-secret-DO-NOT-PRINT-0123456789";
 /// publication without `--overwrite` relies on) and then writes, on many
 /// threads: two requests released together can both pass the check. S3
 /// makes each request atomic; so does the lock, and the connections stay
-/// threaded.
+/// threaded. With a third argument, every request is logged to that file
+/// as a line `ACCESS_KEY_ID METHOD PATH QUERY` (the store's request log).
 const MOTO_ONE_REQUEST_AT_A_TIME: &str = r#"
 import sys, threading
 from moto.moto_server import werkzeug_app
 lock = threading.Lock()
 handle = werkzeug_app.DomainDispatcherApplication.__call__
-ignore_conditions = sys.argv[2:] == ["ignore-conditions"]
+ignore_conditions = sys.argv[2] == "ignore-conditions"
+log = sys.argv[3] if len(sys.argv) > 3 else None
 def one_at_a_time(self, environ, start_response):
     if ignore_conditions:
         # A store without conditional writes: If-None-Match is dropped.
         environ.pop("HTTP_IF_NONE_MATCH", None)
     with lock:
+        if log:
+            auth = environ.get("HTTP_AUTHORIZATION", "")
+            key = auth.split("Credential=")[1].split("/")[0] if "Credential=" in auth else "-"
+            with open(log, "a") as f:
+                f.write("%s %s %s %s\n" % (key, environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")))
         return list(handle(self, environ, start_response))
 werkzeug_app.DomainDispatcherApplication.__call__ = one_at_a_time
 from moto.server import main
@@ -211,17 +218,23 @@ impl Moto {
     /// `moto_server` is not installed and `CI` is not set. In CI a missing
     /// server fails the test.
     pub fn start() -> Option<Moto> {
-        Self::start_with(false)
+        Self::start_with(false, None)
     }
 
     /// [`Moto::start`] for a store that ignores conditional writes: the
     /// server drops every `If-None-Match` header before handling the
     /// request (as stores without conditional writes do).
     pub fn start_ignoring_conditions() -> Option<Moto> {
-        Self::start_with(true)
+        Self::start_with(true, None)
     }
 
-    fn start_with(ignore_conditions: bool) -> Option<Moto> {
+    /// [`Moto::start`] with a request log at `log`: one line
+    /// `ACCESS_KEY_ID METHOD PATH QUERY` per request.
+    pub fn start_logged(log: &Path) -> Option<Moto> {
+        Self::start_with(false, Some(log))
+    }
+
+    fn start_with(ignore_conditions: bool, log: Option<&Path>) -> Option<Moto> {
         let installed = Command::new("moto_server")
             .arg("--help")
             .stdout(Stdio::null())
@@ -246,8 +259,12 @@ impl Moto {
         } else {
             "conditions"
         };
-        let child = Command::new("python3")
-            .args(["-c", MOTO_ONE_REQUEST_AT_A_TIME, &port.to_string(), mode])
+        let mut python = Command::new("python3");
+        python.args(["-c", MOTO_ONE_REQUEST_AT_A_TIME, &port.to_string(), mode]);
+        if let Some(log) = log {
+            python.arg(log);
+        }
+        let child = python
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

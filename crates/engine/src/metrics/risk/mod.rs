@@ -39,11 +39,12 @@ pub use crate::population::{
 };
 pub use msu::{minimal_sample_uniques, AttributeMsus, MsuReport, RiskyCombination};
 pub use profile::{
-    encode_labels, population_class_sizes, risk_profile, risk_profile_of_batches, RiskOptions,
-    RiskProfile,
+    encode_labels, population_class_sizes, risk_profile, risk_profile_of_batches,
+    risk_profile_of_sizes, RiskOptions, RiskProfile,
 };
 pub use requirements::{
-    records_below_any_requirement, requirement_risk, requirement_standing, RequirementRisk,
+    records_below_any_requirement, requirement_risk, requirement_standing, standing_of_classes,
+    RequirementRisk,
 };
 pub use sample::{
     class_size_histogram, journalist_risk, marketer_risk, prosecutor_risk, risk_bands,

@@ -105,19 +105,72 @@ pub fn risk_profile(
     }
     let classes = EquivalenceClasses::of(sample);
     let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
-    let records: usize = sizes.iter().sum();
     let pop_sizes = population
         .map(|p| population_class_sizes(sample, p))
         .transpose()?;
-    let journalist = pop_sizes
-        .as_deref()
-        .map(|p| journalist_risk(&sizes, p, options.threshold))
-        .transpose()?;
-    let marketer = marketer_risk(&sizes, pop_sizes.as_deref())?;
-    let histogram = class_size_histogram(&sizes);
     let big_n = options
         .population_size
         .or_else(|| population.map(|p| (p.n_rows() - p.excluded().len()) as u64));
+    let mut profile = profile_of(
+        &sizes,
+        sample.excluded().len(),
+        pop_sizes.as_deref(),
+        big_n,
+        options.threshold,
+    )?;
+    profile.msus = match options.max_msu_size {
+        0 => None,
+        max => Some(minimal_sample_uniques(
+            sample,
+            max,
+            options.top_combinations,
+        )?),
+    };
+    Ok(profile)
+}
+
+/// [`risk_profile`] from the sizes of the classes alone (the records of
+/// each distinct QI tuple), as workers that count a table's tuples report
+/// them: every measure but the minimal sample uniques (`msus` is `None`:
+/// they need the tuples' values) and the journalist risk (it needs a
+/// population table).
+///
+/// # Errors
+/// As [`risk_profile`].
+pub fn risk_profile_of_sizes(
+    sizes: &[usize],
+    excluded_records: usize,
+    options: &RiskOptions,
+) -> Result<RiskProfile> {
+    if !(0.0..=1.0).contains(&options.threshold) {
+        return Err(Error::spec(
+            "threshold",
+            format!("must be between 0 and 1, not {}", options.threshold),
+        ));
+    }
+    profile_of(
+        sizes,
+        excluded_records,
+        None,
+        options.population_size,
+        options.threshold,
+    )
+}
+
+/// The profile of classes of `sizes`, without minimal sample uniques.
+fn profile_of(
+    sizes: &[usize],
+    excluded_records: usize,
+    pop_sizes: Option<&[u64]>,
+    big_n: Option<u64>,
+    threshold: f64,
+) -> Result<RiskProfile> {
+    let records: usize = sizes.iter().sum();
+    let journalist = pop_sizes
+        .map(|p| journalist_risk(sizes, p, threshold))
+        .transpose()?;
+    let marketer = marketer_risk(sizes, pop_sizes)?;
+    let histogram = class_size_histogram(sizes);
     let population_uniqueness = match big_n {
         Some(big_n) if records > 0 => Some(population_uniqueness(
             &histogram
@@ -130,23 +183,16 @@ pub fn risk_profile(
     };
     Ok(RiskProfile {
         records,
-        excluded_records: sample.excluded().len(),
+        excluded_records,
         classes: sizes.len(),
-        prosecutor: prosecutor_risk(&sizes, options.threshold),
+        prosecutor: prosecutor_risk(sizes, threshold),
         journalist,
         marketer,
-        sample_uniques: sample_uniques(&sizes),
+        sample_uniques: sample_uniques(sizes),
         class_sizes: histogram,
-        risk_bands: risk_bands(&sizes),
+        risk_bands: risk_bands(sizes),
         population_uniqueness,
-        msus: match options.max_msu_size {
-            0 => None,
-            max => Some(minimal_sample_uniques(
-                sample,
-                max,
-                options.top_combinations,
-            )?),
-        },
+        msus: None,
     })
 }
 

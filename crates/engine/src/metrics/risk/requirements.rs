@@ -55,16 +55,29 @@ pub fn requirement_standing(
     requirements: &[Requirement],
 ) -> (Vec<RequirementRisk>, usize) {
     let classes = EquivalenceClasses::of(table);
-    let mut at_risk = vec![false; classes.len()];
+    let tuples: Vec<&[u32]> = (0..classes.len()).map(|c| classes.tuple(c)).collect();
+    let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
+    standing_of_classes(table.n_qi(), &tuples, &sizes, requirements)
+}
+
+/// [`requirement_standing`] of classes given by their tuples (one code per
+/// QI, in job order; equal codes for equal values) and sizes, as workers
+/// that count a table's tuples report them.
+pub fn standing_of_classes(
+    n_qi: usize,
+    tuples: &[&[u32]],
+    sizes: &[usize],
+    requirements: &[Requirement],
+) -> (Vec<RequirementRisk>, usize) {
+    let mut at_risk = vec![false; tuples.len()];
     let per_requirement = requirements
         .iter()
         .map(|r| {
-            let shield = r.columns(table.n_qi());
-            let key =
-                |c: usize| -> Vec<u32> { shield.iter().map(|&q| classes.tuple(c)[q]).collect() };
+            let shield = r.columns(n_qi);
+            let key = |c: usize| -> Vec<u32> { shield.iter().map(|&q| tuples[c][q]).collect() };
             let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
-            for c in 0..classes.len() {
-                *counts.entry(key(c)).or_default() += classes.size(c);
+            for (c, &size) in sizes.iter().enumerate() {
+                *counts.entry(key(c)).or_default() += size;
             }
             for (c, risky) in at_risk.iter_mut().enumerate() {
                 *risky |= counts[&key(c)] < r.k();
@@ -80,9 +93,11 @@ pub fn requirement_standing(
             }
         })
         .collect();
-    let records = (0..classes.len())
-        .filter(|&c| at_risk[c])
-        .map(|c| classes.size(c))
+    let records = sizes
+        .iter()
+        .zip(&at_risk)
+        .filter(|(_, &risky)| risky)
+        .map(|(&size, _)| size)
         .sum();
     (per_requirement, records)
 }

@@ -3,7 +3,12 @@
 //! of a block-wise run to such workers
 //! ([`kanon_datafusion::distributed::Cluster`]). Everything else of the job
 //! (pass 1, the cuts, verification, pass 2, the commit) stays in the
-//! process that runs it. Built with the `distributed` feature.
+//! process that runs it. `kanon inspect --workers` has the workers read the
+//! table themselves ([`census`], issue 35). Built with the `distributed`
+//! feature.
+
+#[cfg(feature = "distributed")]
+pub mod census;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,12 +44,32 @@ impl WorkersArg {
         if self.workers.is_empty() {
             return Ok(None);
         }
-        connect(&self.workers)
+        let cluster = connect(&self.workers)?;
+        #[cfg(feature = "distributed")]
+        return Ok(Some(Arc::new(Checkpointed(cluster))));
+        #[cfg(not(feature = "distributed"))]
+        match cluster {}
+    }
+
+    /// The cluster of the named workers, or `None` without any.
+    ///
+    /// # Errors
+    /// As [`WorkersArg::executor`].
+    #[cfg(feature = "distributed")]
+    pub fn cluster(&self) -> Result<Option<kanon_datafusion::distributed::Cluster>> {
+        match self.workers.is_empty() {
+            true => Ok(None),
+            false => connect(&self.workers).map(Some),
+        }
     }
 }
 
+/// Without the `distributed` feature there is no cluster.
+#[cfg(not(feature = "distributed"))]
+pub enum NoCluster {}
+
 #[cfg(feature = "distributed")]
-fn connect(workers: &[String]) -> Result<Option<Arc<dyn BlockExecutor>>> {
+pub(crate) fn connect(workers: &[String]) -> Result<kanon_datafusion::distributed::Cluster> {
     let mut urls = Vec::new();
     for w in workers {
         urls.extend(worker_urls(w.trim())?);
@@ -56,13 +81,12 @@ fn connect(workers: &[String]) -> Result<Option<Arc<dyn BlockExecutor>>> {
         ))
         .into());
     }
-    let cluster = kanon_datafusion::distributed::Cluster::connect(&urls)
-        .map_err(|e| Failure::bad_input(format!("--workers: {e}")))?;
-    Ok(Some(Arc::new(Checkpointed(cluster))))
+    Ok(kanon_datafusion::distributed::Cluster::connect(&urls)
+        .map_err(|e| Failure::bad_input(format!("--workers: {e}")))?)
 }
 
 #[cfg(not(feature = "distributed"))]
-fn connect(_: &[String]) -> Result<Option<Arc<dyn BlockExecutor>>> {
+pub(crate) fn connect(_: &[String]) -> Result<NoCluster> {
     Err(Failure::bad_input(
         "--workers: this kanon was built without distributed runs; build it with `cargo build --release --features distributed` (the container image has them)",
     )
@@ -166,7 +190,8 @@ pub fn run_worker(args: &WorkerArgs, ui: &Ui) -> Result<ExitCode> {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
         };
-        kanon_datafusion::distributed::serve(listener, stop)
+        let tasks = kanon_datafusion::distributed::Tasks::default().with(census::KIND, census::run);
+        kanon_datafusion::distributed::serve(listener, tasks, stop)
             .await
             .map_err(|e| anyhow::anyhow!("kanon worker on {addr}: {e}"))
     })?;

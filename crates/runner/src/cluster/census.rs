@@ -1,0 +1,316 @@
+//! Workers read (issue 35): each worker scans its share of a table's
+//! Parquet files straight from storage and counts the distinct tuples of
+//! the quasi-identifiers; the coordinator lists the files, hands them out
+//! and merges the counts, and never opens a data file.
+//!
+//! What comes back is a [`Census`]: the rows read, the rows left out for a
+//! null QI, the files' columns, and every distinct tuple of QI labels with
+//! its rows. Labels are the encoder's (the same as `kanon inspect` reads on
+//! one machine), so merged counts equal a single machine's, and the
+//! coordinator's memory grows with the distinct tuples, not the rows.
+//!
+//! Only storage settings travel (endpoint, region, profile name: no secret
+//! is in a [`StorageSpec`]); each worker reads with its own credentials.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+use kanon_engine::cancel::Cancellation;
+use kanon_engine::encode::{Encoder, EquivalenceClasses};
+use kanon_engine::spec::{JobSpec, StorageSpec};
+use serde::{Deserialize, Serialize};
+
+use kanon_io::dataset::Dataset;
+use kanon_io::exit::Failure;
+use kanon_io::storage::{Location, Storage};
+
+/// The kind of a census task, as workers register it.
+pub const KIND: &str = "kanon.census.1";
+
+/// One worker's share: its files and what to count in them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CensusTask {
+    /// How to reach the files (settings only; credentials are the
+    /// worker's own).
+    storage: StorageSpec,
+    /// The dataset the files belong to, for messages.
+    dataset: String,
+    /// The files, in the order they are read.
+    files: Vec<String>,
+    /// The job of raw QI values (`kanon inspect`'s): its QIs are counted.
+    spec: JobSpec,
+}
+
+/// A column of the files: name, type and nullability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnInfo {
+    pub name: String,
+    pub data_type: String,
+    pub nullable: bool,
+}
+
+/// The counts of one share, or of a whole table once merged.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Census {
+    /// Files read.
+    pub files: usize,
+    /// Bytes of the files read.
+    pub bytes: u64,
+    /// Rows read.
+    pub rows: u64,
+    /// Rows left out because a QI is null.
+    pub excluded: u64,
+    /// The files' columns (empty for a share without files).
+    pub columns: Vec<ColumnInfo>,
+    /// Every distinct tuple of QI labels (in the job's QI order) and its
+    /// rows, sorted by labels.
+    pub tuples: Vec<(Vec<String>, u64)>,
+}
+
+impl Census {
+    /// The census of a whole table from its shares' (in task order):
+    /// tuples counted once, rows summed.
+    ///
+    /// # Errors
+    /// Shares whose files have different columns.
+    pub fn merge(shares: Vec<(String, Census)>, dataset: &Location) -> Result<Census> {
+        let mut all = Census::default();
+        let mut first: Option<String> = None;
+        let mut counts: HashMap<Vec<String>, u64> = HashMap::new();
+        for (worker, share) in shares {
+            if share.files == 0 {
+                continue;
+            }
+            match &first {
+                None => {
+                    all.columns = share.columns;
+                    first = Some(worker);
+                }
+                Some(w) if all.columns != share.columns => {
+                    return Err(Failure::bad_input(format!(
+                        "the files of {dataset} read by {worker} have other columns (names, types or nullability) than those read by {w}: every file of a table must have the same schema"
+                    ))
+                    .into())
+                }
+                Some(_) => {}
+            }
+            all.files += share.files;
+            all.bytes += share.bytes;
+            all.rows += share.rows;
+            all.excluded += share.excluded;
+            for (tuple, n) in share.tuples {
+                *counts.entry(tuple).or_default() += n;
+            }
+        }
+        all.tuples = counts.into_iter().collect();
+        all.tuples.sort_unstable();
+        Ok(all)
+    }
+
+    /// The tuples as codes per QI (equal codes for equal labels) and their
+    /// sizes: what the engine's risk measures take.
+    pub fn classes(&self) -> (Vec<Vec<u32>>, Vec<usize>) {
+        let n_qi = self.tuples.first().map_or(0, |(t, _)| t.len());
+        let mut dictionaries: Vec<HashMap<&str, u32>> = vec![HashMap::new(); n_qi];
+        let tuples = self
+            .tuples
+            .iter()
+            .map(|(t, _)| {
+                t.iter()
+                    .zip(dictionaries.iter_mut())
+                    .map(|(label, d)| {
+                        let next = d.len() as u32;
+                        *d.entry(label.as_str()).or_insert(next)
+                    })
+                    .collect()
+            })
+            .collect();
+        let sizes = self.tuples.iter().map(|(_, n)| *n as usize).collect();
+        (tuples, sizes)
+    }
+}
+
+/// The tasks of a census of `files` on `tasks` workers: the files spread
+/// so that each share holds about the same bytes (the largest file first
+/// to the lightest share; ties by name), each share's files in name order.
+pub fn tasks(
+    storage: &StorageSpec,
+    dataset: &Location,
+    files: Vec<(Location, u64)>,
+    spec: &JobSpec,
+    tasks: usize,
+) -> Vec<CensusTask> {
+    let mut files: Vec<(String, u64)> = files
+        .into_iter()
+        .map(|(l, size)| (l.to_string(), size))
+        .collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut shares: Vec<(u64, Vec<String>)> = vec![(0, Vec::new()); tasks];
+    for (name, size) in files {
+        // Unknown sizes (a Delta table's) count as one byte: equal counts.
+        let lightest = (0..tasks)
+            .min_by_key(|&i| (shares[i].0, shares[i].1.len(), i))
+            .expect("at least one task");
+        shares[lightest].0 += size.max(1);
+        shares[lightest].1.push(name);
+    }
+    shares
+        .into_iter()
+        .map(|(_, mut names)| {
+            names.sort();
+            CensusTask {
+                storage: storage.clone(),
+                dataset: dataset.to_string(),
+                files: names,
+                spec: spec.clone(),
+            }
+        })
+        .collect()
+}
+
+impl CensusTask {
+    /// The task's bytes.
+    ///
+    /// # Errors
+    /// When it cannot be encoded (a bug).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        // JSON: a job spec has optional and flattened fields, which
+        // postcard cannot carry.
+        serde_json::to_vec(self).context("encoding a census task (a bug in kanon)")
+    }
+}
+
+/// Runs a census task on a worker: what `kanon worker` registers as
+/// [`KIND`]. Errors are returned as text (they travel to the coordinator),
+/// and name files and columns, never values.
+pub fn run(payload: &[u8], cancel: &Cancellation) -> std::result::Result<Vec<u8>, String> {
+    let count = || -> Result<Census> {
+        let task: CensusTask = serde_json::from_slice(payload)
+            .context("not a census task (workers of another kanon version?)")?;
+        count(&task, cancel)
+    };
+    let census = count().map_err(|e| format!("{e:#}"))?;
+    postcard::to_stdvec(&census).map_err(|e| format!("encoding a census: {e}"))
+}
+
+/// Reads the task's files and counts their QI tuples.
+fn count(task: &CensusTask, cancel: &Cancellation) -> Result<Census> {
+    if task.files.is_empty() {
+        return Ok(Census::default());
+    }
+    let storage = Storage::new(&task.storage);
+    let dataset_name = Location::parse(&task.dataset)?;
+    let files = task
+        .files
+        .iter()
+        .map(|f| Location::parse(f))
+        .collect::<Result<Vec<_>>>()?;
+    let dataset = Dataset::open_files(&storage, &dataset_name, &files)?;
+    let qis: Vec<String> = task
+        .spec
+        .quasi_identifiers()
+        .map(|a| a.name.clone())
+        .collect();
+    let mut encoder = Encoder::try_new(&task.spec, &Default::default(), &dataset.schema)
+        .with_context(|| format!("the quasi-identifiers do not fit {dataset_name}"))?;
+    for b in dataset.scan(&storage, Some(dataset.projection(&qis)), false) {
+        cancel.check()?;
+        encoder.push(&b?)?;
+    }
+    let table = encoder.finish()?;
+    let classes = EquivalenceClasses::of(&table);
+    let mut tuples: Vec<(Vec<String>, u64)> = (0..classes.len())
+        .map(|c| {
+            let labels = classes
+                .tuple(c)
+                .iter()
+                .enumerate()
+                .map(|(q, &code)| table.columns()[q].label(code).to_string())
+                .collect();
+            (labels, classes.size(c) as u64)
+        })
+        .collect();
+    tuples.sort_unstable();
+    Ok(Census {
+        files: files.len(),
+        bytes: dataset.bytes,
+        rows: table.n_rows() as u64,
+        excluded: table.excluded().len() as u64,
+        columns: dataset
+            .schema
+            .fields()
+            .iter()
+            .map(|f| ColumnInfo {
+                name: f.name().clone(),
+                data_type: f.data_type().to_string(),
+                nullable: f.is_nullable(),
+            })
+            .collect(),
+        tuples,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn share(files: usize, rows: u64, tuples: &[(&[&str], u64)]) -> (String, Census) {
+        (
+            format!("w{files}"),
+            Census {
+                files,
+                bytes: 10,
+                rows,
+                excluded: 1,
+                columns: vec![ColumnInfo {
+                    name: "a".into(),
+                    data_type: "Utf8".into(),
+                    nullable: true,
+                }],
+                tuples: tuples
+                    .iter()
+                    .map(|(t, n)| (t.iter().map(|s| s.to_string()).collect(), *n))
+                    .collect(),
+            },
+        )
+    }
+
+    #[test]
+    fn shares_merge_by_tuple_and_codes_follow_labels() {
+        let at = Location::parse("/tmp/t").unwrap();
+        let merged = Census::merge(
+            vec![
+                share(1, 4, &[(&["x", "1"], 2), (&["y", "1"], 1)]),
+                (String::from("empty"), Census::default()),
+                share(2, 5, &[(&["x", "1"], 3), (&["x", "2"], 1)]),
+            ],
+            &at,
+        )
+        .unwrap();
+        assert_eq!((merged.files, merged.rows, merged.excluded), (3, 9, 2));
+        let (tuples, sizes) = merged.classes();
+        assert_eq!(sizes, [5, 1, 1]);
+        assert_eq!(tuples, [vec![0, 0], vec![0, 1], vec![1, 0]]);
+        let mut other = share(3, 1, &[]);
+        other.1.columns[0].data_type = "Int64".into();
+        let err = Census::merge(vec![share(1, 1, &[]), other], &at)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("w3") && err.contains("w1"), "{err}");
+    }
+
+    #[test]
+    fn files_spread_by_size_then_name() {
+        let spec = JobSpec::default();
+        let at = Location::parse("/d").unwrap();
+        let files = [("/d/a", 10), ("/d/b", 30), ("/d/c", 20), ("/d/e", 5)]
+            .iter()
+            .map(|(f, s)| (Location::parse(f).unwrap(), *s))
+            .collect();
+        let t = tasks(&StorageSpec::default(), &at, files, &spec, 2);
+        // b (30) to share 0, c (20) and a (10) to share 1, then e (5) to
+        // the share with fewer files at equal bytes.
+        assert_eq!(t[0].files, ["/d/b", "/d/e"]);
+        assert_eq!(t[1].files, ["/d/a", "/d/c"]);
+    }
+}
