@@ -273,10 +273,9 @@ fn on_workers(
         excluded,
         &s.risk.options(active),
     )?;
-    let views: Vec<&[u32]> = tuples.iter().map(Vec::as_slice).collect();
     let requirements = kanon_engine::metrics::risk::standing_of_classes(
         s.qis.len(),
-        &views,
+        &tuples,
         &sizes,
         &s.requirements,
     )

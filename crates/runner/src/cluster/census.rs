@@ -4,10 +4,12 @@
 //! and merges the counts, and never opens a data file.
 //!
 //! What comes back is a [`Census`]: the rows read, the rows left out for a
-//! null QI, the files' columns, and every distinct tuple of QI labels with
-//! its rows. Labels are the encoder's (the same as `kanon inspect` reads on
-//! one machine), so merged counts equal a single machine's, and the
-//! coordinator's memory grows with the distinct tuples, not the rows.
+//! null QI, the files' columns, each QI's labels, and every distinct tuple
+//! of QI codes with its rows. Labels are the encoder's (the same as `kanon
+//! inspect` reads on one machine); the coordinator merges each QI's labels
+//! into global codes and the tuples by those codes, so merged counts equal
+//! a single machine's, and its memory grows with the distinct tuples (a
+//! code per QI and a count each), not the rows.
 //!
 //! Only storage settings travel (endpoint, region, profile name: no secret
 //! is in a [`StorageSpec`]); each worker reads with its own credentials.
@@ -62,9 +64,13 @@ pub struct Census {
     pub excluded: u64,
     /// The files' columns (empty for a share without files).
     pub columns: Vec<ColumnInfo>,
-    /// Every distinct tuple of QI labels (in the job's QI order) and its
-    /// rows, sorted by labels.
-    pub tuples: Vec<(Vec<String>, u64)>,
+    /// Per QI (in the job's order): the labels its codes stand for.
+    pub labels: Vec<Vec<String>>,
+    /// Every distinct tuple as one code per QI, flattened (`labels.len()`
+    /// codes a tuple).
+    pub codes: Vec<u32>,
+    /// The rows of every tuple.
+    pub counts: Vec<u64>,
 }
 
 impl Census {
@@ -76,7 +82,9 @@ impl Census {
     pub fn merge(shares: Vec<(String, Census)>, dataset: &Location) -> Result<Census> {
         let mut all = Census::default();
         let mut first: Option<String> = None;
-        let mut counts: HashMap<Vec<String>, u64> = HashMap::new();
+        // Per QI: label -> global code.
+        let mut global: Vec<HashMap<String, u32>> = Vec::new();
+        let mut counts: HashMap<Vec<u32>, u64> = HashMap::new();
         for (worker, share) in shares {
             if share.files == 0 {
                 continue;
@@ -84,9 +92,11 @@ impl Census {
             match &first {
                 None => {
                     all.columns = share.columns;
+                    all.labels = vec![Vec::new(); share.labels.len()];
+                    global = vec![HashMap::new(); share.labels.len()];
                     first = Some(worker);
                 }
-                Some(w) if all.columns != share.columns => {
+                Some(w) if all.columns != share.columns || share.labels.len() != global.len() => {
                     return Err(Failure::bad_input(format!(
                         "the files of {dataset} read by {worker} have other columns (names, types or nullability) than those read by {w}: every file of a table must have the same schema"
                     ))
@@ -98,34 +108,52 @@ impl Census {
             all.bytes += share.bytes;
             all.rows += share.rows;
             all.excluded += share.excluded;
-            for (tuple, n) in share.tuples {
-                *counts.entry(tuple).or_default() += n;
+            // The share's codes, as global codes.
+            let remap: Vec<Vec<u32>> = share
+                .labels
+                .into_iter()
+                .enumerate()
+                .map(|(q, labels)| {
+                    labels
+                        .into_iter()
+                        .map(|label| {
+                            let next = all.labels[q].len() as u32;
+                            *global[q].entry(label.clone()).or_insert_with(|| {
+                                all.labels[q].push(label);
+                                next
+                            })
+                        })
+                        .collect()
+                })
+                .collect();
+            let n_qi = remap.len().max(1);
+            for (tuple, n) in share.codes.chunks(n_qi).zip(share.counts) {
+                let key: Vec<u32> = tuple
+                    .iter()
+                    .zip(&remap)
+                    .map(|(&c, r)| r.get(c as usize).copied().unwrap_or(u32::MAX))
+                    .collect();
+                *counts.entry(key).or_default() += n;
             }
         }
-        all.tuples = counts.into_iter().collect();
-        all.tuples.sort_unstable();
+        if counts.keys().any(|k| k.contains(&u32::MAX)) {
+            return Err(anyhow::anyhow!(
+                "a worker's census names a code it has no label for (a bug in kanon)"
+            ));
+        }
+        let mut tuples: Vec<(Vec<u32>, u64)> = counts.into_iter().collect();
+        tuples.sort_unstable();
+        all.codes = tuples.iter().flat_map(|(t, _)| t.iter().copied()).collect();
+        all.counts = tuples.into_iter().map(|(_, n)| n).collect();
         Ok(all)
     }
 
-    /// The tuples as codes per QI (equal codes for equal labels) and their
+    /// The tuples (one code per QI; equal codes for equal labels) and their
     /// sizes: what the engine's risk measures take.
-    pub fn classes(&self) -> (Vec<Vec<u32>>, Vec<usize>) {
-        let n_qi = self.tuples.first().map_or(0, |(t, _)| t.len());
-        let mut dictionaries: Vec<HashMap<&str, u32>> = vec![HashMap::new(); n_qi];
-        let tuples = self
-            .tuples
-            .iter()
-            .map(|(t, _)| {
-                t.iter()
-                    .zip(dictionaries.iter_mut())
-                    .map(|(label, d)| {
-                        let next = d.len() as u32;
-                        *d.entry(label.as_str()).or_insert(next)
-                    })
-                    .collect()
-            })
-            .collect();
-        let sizes = self.tuples.iter().map(|(_, n)| *n as usize).collect();
+    pub fn classes(&self) -> (Vec<&[u32]>, Vec<usize>) {
+        let n_qi = self.labels.len().max(1);
+        let tuples = self.codes.chunks(n_qi).collect();
+        let sizes = self.counts.iter().map(|&n| n as usize).collect();
         (tuples, sizes)
     }
 }
@@ -219,18 +247,21 @@ fn count(task: &CensusTask, cancel: &Cancellation) -> Result<Census> {
     }
     let table = encoder.finish()?;
     let classes = EquivalenceClasses::of(&table);
-    let mut tuples: Vec<(Vec<String>, u64)> = (0..classes.len())
-        .map(|c| {
-            let labels = classes
-                .tuple(c)
-                .iter()
-                .enumerate()
-                .map(|(q, &code)| table.columns()[q].label(code).to_string())
-                .collect();
-            (labels, classes.size(c) as u64)
+    let mut codes = Vec::with_capacity(classes.len() * table.n_qi());
+    let mut counts = Vec::with_capacity(classes.len());
+    for c in 0..classes.len() {
+        codes.extend_from_slice(classes.tuple(c));
+        counts.push(classes.size(c) as u64);
+    }
+    let labels = table
+        .columns()
+        .iter()
+        .map(|col| {
+            (0..col.domain_size() as u32)
+                .map(|c| col.label(c).to_string())
+                .collect()
         })
         .collect();
-    tuples.sort_unstable();
     Ok(Census {
         files: files.len(),
         bytes: dataset.bytes,
@@ -246,7 +277,9 @@ fn count(task: &CensusTask, cancel: &Cancellation) -> Result<Census> {
                 nullable: f.is_nullable(),
             })
             .collect(),
-        tuples,
+        labels,
+        codes,
+        counts,
     })
 }
 
@@ -254,7 +287,13 @@ fn count(task: &CensusTask, cancel: &Cancellation) -> Result<Census> {
 mod tests {
     use super::*;
 
-    fn share(files: usize, rows: u64, tuples: &[(&[&str], u64)]) -> (String, Census) {
+    /// A share of one file over QIs (a, b) with `labels` and `tuples`.
+    fn share(
+        files: usize,
+        rows: u64,
+        labels: [&[&str]; 2],
+        tuples: &[([u32; 2], u64)],
+    ) -> (String, Census) {
         (
             format!("w{files}"),
             Census {
@@ -267,33 +306,46 @@ mod tests {
                     data_type: "Utf8".into(),
                     nullable: true,
                 }],
-                tuples: tuples
+                labels: labels
                     .iter()
-                    .map(|(t, n)| (t.iter().map(|s| s.to_string()).collect(), *n))
+                    .map(|l| l.iter().map(|s| s.to_string()).collect())
                     .collect(),
+                codes: tuples.iter().flat_map(|(t, _)| *t).collect(),
+                counts: tuples.iter().map(|(_, n)| *n).collect(),
             },
         )
     }
 
     #[test]
-    fn shares_merge_by_tuple_and_codes_follow_labels() {
+    fn shares_merge_by_labels_whatever_their_codes() {
         let at = Location::parse("/tmp/t").unwrap();
+        // Share 1 codes x=0, y=1 and "1"=0; share 2 codes x=1, "2"=0, "1"=1.
         let merged = Census::merge(
             vec![
-                share(1, 4, &[(&["x", "1"], 2), (&["y", "1"], 1)]),
+                share(1, 4, [&["x", "y"], &["1"]], &[([0, 0], 2), ([1, 0], 1)]),
                 (String::from("empty"), Census::default()),
-                share(2, 5, &[(&["x", "1"], 3), (&["x", "2"], 1)]),
+                share(
+                    2,
+                    5,
+                    [&["z", "x"], &["2", "1"]],
+                    &[([1, 1], 3), ([1, 0], 1)],
+                ),
             ],
             &at,
         )
         .unwrap();
-        assert_eq!((merged.files, merged.rows, merged.excluded), (3, 9, 2));
+        assert_eq!(
+            (merged.files, merged.rows, merged.excluded, merged.bytes),
+            (3, 9, 2, 20)
+        );
+        assert_eq!(merged.labels, [vec!["x", "y", "z"], vec!["1", "2"]]);
         let (tuples, sizes) = merged.classes();
+        // (x, 1) x 5, (x, 2) x 1, (y, 1) x 1.
+        assert_eq!(tuples, [&[0, 0][..], &[0, 1], &[1, 0]]);
         assert_eq!(sizes, [5, 1, 1]);
-        assert_eq!(tuples, [vec![0, 0], vec![0, 1], vec![1, 0]]);
-        let mut other = share(3, 1, &[]);
+        let mut other = share(3, 1, [&[], &[]], &[]);
         other.1.columns[0].data_type = "Int64".into();
-        let err = Census::merge(vec![share(1, 1, &[]), other], &at)
+        let err = Census::merge(vec![share(1, 1, [&[], &[]], &[]), other], &at)
             .unwrap_err()
             .to_string();
         assert!(err.contains("w3") && err.contains("w1"), "{err}");
