@@ -16,7 +16,12 @@ Usage: python3 deploy/check.py OUT_DIR
   behind TCP probes with no credentials, the Job passes `--workers
   dns://SERVICE:PORT` to the entry point without retries, both pods are
   non-root, and the job is block-wise; its job.toml is written to
-  OUT_DIR/distributed-job.toml for `kanon anonymize --dry-run` too.
+  OUT_DIR/distributed-job.toml for `kanon anonymize --dry-run` too;
+- deploy/k8s/census.yaml (issue 35) holds reader workers with the
+  read-only Secret `kanon-s3-read` (and nothing else), their headless
+  Service, and a Job running `kanon inspect --workers dns://SERVICE:PORT`
+  with the same Secret and no retries; its job.toml is written to
+  OUT_DIR/census-job.toml.
 
 Exits non-zero with the reason on the first failure.
 """
@@ -186,6 +191,62 @@ def check_distributed(out: pathlib.Path) -> None:
     need(volumes["job"]["configMap"]["name"] == config_map["metadata"]["name"], f"{name}: job volume")
 
 
+def check_census(out: pathlib.Path) -> None:
+    name = "census.yaml"
+    docs = [d for d in yaml.safe_load_all((DEPLOY / "k8s/census.yaml").read_text()) if d]
+    kinds = {d["kind"]: d for d in docs}
+    need(
+        sorted(kinds) == ["ConfigMap", "Deployment", "Job", "Service"],
+        f"{name} holds {sorted(kinds)}",
+    )
+    (out / "census-job.toml").write_text(kinds["ConfigMap"]["data"]["job.toml"])
+    read_key = "kanon-s3-read"
+
+    reader_pod = kinds["Deployment"]["spec"]["template"]
+    reader = reader_pod["spec"]
+    need(reader["securityContext"]["runAsNonRoot"] is True, f"{name}: the readers must run as non-root")
+    need(reader.get("automountServiceAccountToken") is False, f"{name}: the readers need no service-account token")
+    (container,) = reader["containers"]
+    argv = [*container.get("command", []), *container.get("args", [])]
+    need(argv[1:4] == ["worker", "--listen", "0.0.0.0:50051"], f"{name}: the readers must run `kanon worker`, not {argv}")
+    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
+    need(secrets == [read_key], f"{name}: the readers get the read-only Secret {read_key} and no other, not {secrets}")
+    need(
+        not any("valueFrom" in e for e in container.get("env", []))
+        and not any("secret" in v or "projected" in v for v in reader.get("volumes", [])),
+        f"{name}: the readers get no other credentials",
+    )
+    need("memory" in container["resources"]["limits"], f"{name}: the readers need a memory limit")
+
+    service = kinds["Service"]
+    need(service["spec"].get("clusterIP") == "None", f"{name}: the Service must be headless")
+    need(
+        service["spec"]["selector"].items() <= reader_pod["metadata"]["labels"].items(),
+        f"{name}: the Service must select the readers",
+    )
+
+    job = kinds["Job"]["spec"]
+    need(job["backoffLimit"] == 0, f"{name}: backoffLimit must be 0")
+    pod = job["template"]["spec"]
+    need(pod["restartPolicy"] == "Never", f"{name}: restartPolicy must be Never")
+    need(pod["securityContext"]["runAsNonRoot"] is True, f"{name}: the coordinator must run as non-root")
+    (container,) = pod["containers"]
+    args = container["args"]
+    workers = f"dns://{service['metadata']['name']}:50051"
+    need(args[0] == "inspect", f"{name}: the Job must run `kanon inspect`, not {args}")
+    need(
+        any(args[i : i + 2] == ["--workers", workers] for i in range(len(args))),
+        f"{name}: the Job must pass `--workers {workers}`, not {args}",
+    )
+    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
+    need(secrets == [read_key], f"{name}: the coordinator lists with {read_key} only, not {secrets}")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    need(
+        volumes["job"]["configMap"]["name"] == kinds["ConfigMap"]["metadata"]["name"],
+        f"{name}: the job volume must be the ConfigMap",
+    )
+
+
 def check_airflow() -> None:
     source = (DEPLOY / "airflow/kanon_release_dag.py").read_text()
     tree = ast.parse(source)
@@ -221,6 +282,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     check_k8s(out)
     check_distributed(out)
+    check_census(out)
     check_airflow()
     check_systemd()
     print("deploy examples ok")

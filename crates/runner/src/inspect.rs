@@ -81,7 +81,8 @@ pub struct InspectArgs {
     /// its QI tuples: this process lists the files and merges the counts,
     /// and never opens a data file. Addresses as for `kanon anonymize
     /// --workers`. Needs `--qi` or `--config`; measures everything but the
-    /// minimal sample uniques and population risks.
+    /// minimal sample uniques (a population table is read by the workers
+    /// too).
     #[arg(long, value_delimiter = ',', value_name = "URL")]
     workers: Vec<String>,
     #[command(flatten)]
@@ -205,8 +206,6 @@ fn on_workers(
     location: &Location,
     ui: &Ui,
 ) -> Result<(Inspection, Option<History>)> {
-    use crate::cluster::census::{self, Census};
-
     let refuse = |what: &str| -> Result<(Inspection, Option<History>)> {
         Err(Failure::bad_input(format!(
             "--workers: {what} is measured on one machine only for now; run without --workers"
@@ -225,27 +224,93 @@ fn on_workers(
     if s.entity.is_some() {
         return refuse("a job with privacy.entity (people are counted across every file)");
     }
-    if s.risk.population.is_some() {
-        return refuse("a population table (--population, risk.population)");
-    }
     let cluster = crate::cluster::WorkersArg {
         workers: args.workers.clone(),
     }
     .cluster()?
-    .expect("workers named");
+    .ok_or_else(|| anyhow::anyhow!("--workers names no worker"))?;
+    let spec = raw_qi_spec(&s.qis);
+    let census = census_on(&cluster, s, storage, location, &spec, ui, "workers reading")?;
+    let population = match &s.risk.population {
+        Some(p) => {
+            let at = Location::parse(p)?;
+            let population = census_on(
+                &cluster,
+                s,
+                storage,
+                &at,
+                &spec,
+                ui,
+                "workers reading the population",
+            )
+            .with_context(|| {
+                format!("the population table (risk.population, --population) {at}")
+            })?;
+            let sizes = census.population_sizes(&population)?;
+            Some((sizes, population.rows - population.excluded))
+        }
+        None => None,
+    };
+    let (tuples, sizes) = census.classes();
+    let excluded = census.excluded as usize;
+    let active = sizes.iter().sum::<usize>();
+    let profile = kanon_engine::metrics::risk::risk_profile_of_sizes(
+        &sizes,
+        excluded,
+        population.as_ref().map(|(p, n)| (p.as_slice(), *n)),
+        &s.risk.options(active),
+    )?;
+    let requirements = kanon_engine::metrics::risk::standing_of_classes(
+        s.qis.len(),
+        &tuples,
+        &sizes,
+        &s.requirements,
+    )
+    .0;
+    let risk = risk_of(&s.qis, None, &sizes, excluded, &s.ks, requirements, profile);
+    let report = Inspection {
+        input: location.to_string(),
+        workers: Some(cluster.workers().iter().map(|u| u.to_string()).collect()),
+        format: kanon_io::dataset::Format::Parquet.name(),
+        files: census.files,
+        bytes: census.bytes,
+        rows: census.rows,
+        columns: census
+            .columns
+            .into_iter()
+            .map(|c| Column {
+                name: c.name,
+                data_type: c.data_type,
+                nullable: c.nullable,
+            })
+            .collect(),
+        risk: Some(risk),
+        delta_version: None,
+        delta_history: None,
+    };
+    Ok((report, None))
+}
+
+/// The census of the dataset at `location` by the cluster's workers.
+#[cfg(feature = "distributed")]
+fn census_on(
+    cluster: &kanon_datafusion::distributed::Cluster,
+    s: &Settings,
+    storage: &Storage,
+    location: &Location,
+    spec: &JobSpec,
+    ui: &Ui,
+    what: &str,
+) -> Result<crate::cluster::census::Census> {
+    use crate::cluster::census::{self, Census};
+
     let files = kanon_io::dataset::parquet_files(storage, location, &s.input)?;
-    let tasks = census::tasks(
-        &s.storage,
-        location,
-        files,
-        &raw_qi_spec(&s.qis),
-        cluster.tasks_per_run(),
-    );
+    let tasks = census::tasks(&s.storage, location, files, spec, cluster.tasks_per_run());
     let payloads = tasks
         .iter()
         .map(|t| t.to_bytes())
         .collect::<Result<Vec<_>>>()?;
-    let spinner = ui.bar("workers reading", None);
+    let spinner = ui.bar(what, None);
     let cancel = kanon_io::ops::cancellation();
     let results = cluster
         .run_tasks(census::KIND, payloads, &cancel)
@@ -264,44 +329,7 @@ fn on_workers(
             Ok((worker, share))
         })
         .collect::<Result<Vec<_>>>()?;
-    let census = Census::merge(shares, location)?;
-    let (tuples, sizes) = census.classes();
-    let excluded = census.excluded as usize;
-    let active = sizes.iter().sum::<usize>();
-    let profile = kanon_engine::metrics::risk::risk_profile_of_sizes(
-        &sizes,
-        excluded,
-        &s.risk.options(active),
-    )?;
-    let requirements = kanon_engine::metrics::risk::standing_of_classes(
-        s.qis.len(),
-        &tuples,
-        &sizes,
-        &s.requirements,
-    )
-    .0;
-    let risk = risk_of(&s.qis, None, &sizes, excluded, &s.ks, requirements, profile);
-    let report = Inspection {
-        input: location.to_string(),
-        workers: Some(cluster.workers().iter().map(|u| u.to_string()).collect()),
-        format: "parquet",
-        files: census.files,
-        bytes: census.bytes,
-        rows: census.rows,
-        columns: census
-            .columns
-            .into_iter()
-            .map(|c| Column {
-                name: c.name,
-                data_type: c.data_type,
-                nullable: c.nullable,
-            })
-            .collect(),
-        risk: Some(risk),
-        delta_version: None,
-        delta_history: None,
-    };
-    Ok((report, None))
+    Census::merge(shares, location)
 }
 
 #[cfg(not(feature = "distributed"))]

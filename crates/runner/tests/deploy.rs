@@ -43,8 +43,9 @@ fn the_examples_parse_and_the_configmap_job_runs() {
     );
 
     let release = dir.path().join("release.parquet");
-    // The CronJob's job, and the distributed Job's (deploy/k8s/distributed.yaml).
-    for job in ["job.toml", "distributed-job.toml"] {
+    // The CronJob's job, the distributed Job's (deploy/k8s/distributed.yaml)
+    // and the census's (deploy/k8s/census.yaml).
+    for job in ["job.toml", "distributed-job.toml", "census-job.toml"] {
         let out = run(kanon()
             .args(["anonymize", "--dry-run", "-c"])
             .arg(dir.path().join(job))

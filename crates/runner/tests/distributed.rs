@@ -356,6 +356,36 @@ fn adult_in_the_lake(m: &Moto) -> tempfile::TempDir {
     parts
 }
 
+/// Asserts `a` and `b` are the same JSON, numbers equal to 1e-12
+/// relative: sums of risks over classes taken in another order differ in
+/// their last bits.
+fn assert_same(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!(
+                (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                "{at}: {x} against {y}"
+            );
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{at}: lengths");
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                assert_same(x, y, &format!("{at}[{i}]"));
+            }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let keys = |o: &serde_json::Map<String, Value>| o.keys().cloned().collect::<Vec<_>>();
+            assert_eq!(keys(x), keys(y), "{at}: keys");
+            for (k, v) in x {
+                assert_same(v, &y[k], &format!("{at}.{k}"));
+            }
+        }
+        _ => assert_eq!(a, b, "{at}"),
+    }
+}
+
 /// The JSON of `kanon inspect` with `args`, checked to succeed.
 fn inspect_json(c: &mut std::process::Command) -> serde_json::Value {
     let o = run(c);
@@ -399,8 +429,8 @@ fn inspect_on_two_workers_reads_nothing_here_and_counts_as_one_machine() {
     );
     let here = inspect_json(kanon().arg("inspect").arg(parts.path()).args(args));
     // Every figure as on one machine reading the same files.
-    for field in ["files", "bytes", "rows", "columns", "risk"] {
-        assert_eq!(there[field], here[field], "{field}: {there} against {here}");
+    for field in ["files", "bytes", "rows", "columns", "format", "risk"] {
+        assert_same(&there[field], &here[field], field);
     }
     assert_eq!(there["rows"], 30162, "{there}");
     assert!(
@@ -468,10 +498,61 @@ fn inspect_on_workers_reads_a_delta_tables_files() {
             .args(["--workers", &format!("{},{}", a.url, b.url)]),
     );
     let here = inspect_json(kanon().arg("inspect").arg(&table).args(args));
-    for field in ["files", "bytes", "rows", "columns", "risk"] {
-        assert_eq!(there[field], here[field], "{field}: {there} against {here}");
+    for field in ["files", "bytes", "rows", "columns", "format", "risk"] {
+        assert_same(&there[field], &here[field], field);
     }
     assert_eq!(there["files"], 2, "{there}");
+}
+
+#[test]
+fn inspect_on_workers_reads_the_population_table_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let population = dir.path().join("population");
+    std::fs::create_dir(&population).unwrap();
+    let parts = adult_parts(&population, 3);
+    let (a, b) = (Worker::start(), Worker::start());
+    let args = [
+        "--qi",
+        "age,sex,race",
+        "--msu-size",
+        "0",
+        "--json",
+        "--population",
+        population.to_str().unwrap(),
+    ];
+    let there = inspect_json(
+        kanon()
+            .arg("inspect")
+            .arg(&parts[1])
+            .args(args)
+            .args(["--workers", &format!("{},{}", a.url, b.url)]),
+    );
+    let here = inspect_json(kanon().arg("inspect").arg(&parts[1]).args(args));
+    assert_same(&there["risk"], &here["risk"], "risk");
+    let journalist = &there["risk"]["profile"]["journalist"];
+    assert!(journalist["highest"].as_f64().unwrap() > 0.0, "{there}");
+    // A sample the population does not hold is refused, by count.
+    let t = adult().slice(0, 10);
+    let mut columns = t.columns().to_vec();
+    columns[t.schema().index_of("race").unwrap()] =
+        std::sync::Arc::new(arrow::array::StringArray::from(vec!["Nowhere"; 10]));
+    let other = dir.path().join("other.parquet");
+    write_parquet(
+        &other,
+        &[arrow::array::RecordBatch::try_new(t.schema(), columns).unwrap()],
+    );
+    let o = run(kanon()
+        .arg("inspect")
+        .arg(&other)
+        .args(["--qi", "age,sex,race", "--population"])
+        .arg(&population)
+        .args(["--workers", &format!("{},{}", a.url, b.url)]));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("do not occur in the population"),
+        "{}",
+        show(&o)
+    );
 }
 
 #[test]

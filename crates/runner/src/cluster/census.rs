@@ -148,6 +148,73 @@ impl Census {
         Ok(all)
     }
 
+    /// The size in `population` (a census of the same QIs) of each of this
+    /// census's tuples, matched by labels, in the order of
+    /// [`Census::classes`].
+    ///
+    /// # Errors
+    /// Tuples the population lacks (the sample must be drawn from it),
+    /// counted, never shown.
+    pub fn population_sizes(&self, population: &Census) -> Result<Vec<u64>> {
+        // Per QI: this census's code -> the population's (None: a label
+        // the population lacks).
+        let translate: Vec<Vec<Option<u32>>> = self
+            .labels
+            .iter()
+            .zip(
+                population
+                    .labels
+                    .iter()
+                    .chain(std::iter::repeat(&Vec::new())),
+            )
+            .map(|(mine, theirs)| {
+                let by_label: HashMap<&str, u32> = theirs
+                    .iter()
+                    .enumerate()
+                    .map(|(c, l)| (l.as_str(), c as u32))
+                    .collect();
+                mine.iter()
+                    .map(|l| by_label.get(l.as_str()).copied())
+                    .collect()
+            })
+            .collect();
+        let (theirs, their_sizes) = population.classes();
+        let counts: HashMap<&[u32], u64> = theirs
+            .into_iter()
+            .zip(their_sizes)
+            .map(|(t, n)| (t, n as u64))
+            .collect();
+        let (tuples, sizes) = self.classes();
+        let mut missing = (0usize, 0usize);
+        let found = tuples
+            .iter()
+            .zip(&sizes)
+            .map(|(t, &n)| {
+                let key: Option<Vec<u32>> = t
+                    .iter()
+                    .zip(&translate)
+                    .map(|(&c, tr)| tr.get(c as usize).copied().flatten())
+                    .collect();
+                match key.and_then(|k| counts.get(k.as_slice()).copied()) {
+                    Some(size) => size,
+                    None => {
+                        missing.0 += 1;
+                        missing.1 += n;
+                        0
+                    }
+                }
+            })
+            .collect();
+        if missing.0 > 0 {
+            return Err(Failure::bad_input(format!(
+                "{} sample classes ({} records) do not occur in the population table (--population, risk.population); the sample must be drawn from the population",
+                missing.0, missing.1
+            ))
+            .into());
+        }
+        Ok(found)
+    }
+
     /// The tuples (one code per QI; equal codes for equal labels) and their
     /// sizes: what the engine's risk measures take.
     pub fn classes(&self) -> (Vec<&[u32]>, Vec<usize>) {

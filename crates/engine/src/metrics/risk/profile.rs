@@ -132,14 +132,16 @@ pub fn risk_profile(
 /// [`risk_profile`] from the sizes of the classes alone (the records of
 /// each distinct QI tuple), as workers that count a table's tuples report
 /// them: every measure but the minimal sample uniques (`msus` is `None`:
-/// they need the tuples' values) and the journalist risk (it needs a
-/// population table).
+/// they need the tuples' values). With `population`, the size of each
+/// class in the population table (as [`population_class_sizes`]) and the
+/// population's records, for the journalist and marketer risks.
 ///
 /// # Errors
 /// As [`risk_profile`].
 pub fn risk_profile_of_sizes(
     sizes: &[usize],
     excluded_records: usize,
+    population: Option<(&[u64], u64)>,
     options: &RiskOptions,
 ) -> Result<RiskProfile> {
     if !(0.0..=1.0).contains(&options.threshold) {
@@ -151,8 +153,8 @@ pub fn risk_profile_of_sizes(
     profile_of(
         sizes,
         excluded_records,
-        None,
-        options.population_size,
+        population.map(|p| p.0),
+        options.population_size.or(population.map(|p| p.1)),
         options.threshold,
     )
 }
@@ -392,6 +394,46 @@ mod tests {
         for value in ["\"30\"", "\"40\"", "\"a\"", "\"b\"", "\"x\""] {
             assert!(!json.contains(value), "{value} in {json}");
         }
+    }
+
+    #[test]
+    fn the_profile_of_class_sizes_is_the_profile_of_the_rows() {
+        // The sample and population of the test above, as the sizes a
+        // census of their tuples gives: (30,a) 1 of 2, (30,b) 2 of 2,
+        // (40,a) 3 of 6, in a population of 12 records.
+        let options = RiskOptions {
+            threshold: 0.3,
+            max_msu_size: 0,
+            ..Default::default()
+        };
+        let by_sizes =
+            risk_profile_of_sizes(&[1, 2, 3], 0, Some((&[2, 2, 6], 12)), &options).unwrap();
+        let (s_schema, s) = batch(&[
+            ("age", vec!["30", "30", "30", "40", "40", "40"]),
+            ("zip", vec!["a", "b", "b", "a", "a", "a"]),
+        ]);
+        let mut age = vec!["30"; 4];
+        age.extend(["40"; 6]);
+        age.extend(["50"; 2]);
+        let zip = vec!["a", "a", "b", "b", "a", "a", "a", "a", "a", "a", "c", "c"];
+        let (p_schema, p) = batch(&[("zip", zip), ("age", age)]);
+        let by_rows = risk_profile_of_batches(
+            &spec(),
+            &s_schema,
+            std::slice::from_ref(&s),
+            Some((&p_schema, std::slice::from_ref(&p))),
+            &options,
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&by_sizes).unwrap(),
+            serde_json::to_value(&by_rows).unwrap()
+        );
+        let bad = RiskOptions {
+            threshold: 2.0,
+            ..Default::default()
+        };
+        assert!(risk_profile_of_sizes(&[1], 0, None, &bad).is_err());
     }
 
     #[test]
