@@ -316,20 +316,17 @@ fn census_on(
         .run_tasks(census::KIND, payloads, &cancel)
         .context("the workers did not count the table; nothing was measured")?;
     spinner.finish_and_clear();
-    let shares = results
-        .iter()
-        .enumerate()
-        .map(|(i, bytes)| {
-            let worker = cluster.workers()[i % cluster.workers().len()].to_string();
-            let share: Census = postcard::from_bytes(bytes).with_context(|| {
-                format!(
-                    "a census from {worker} is not readable (a worker of another kanon version?)"
-                )
-            })?;
-            Ok((worker, share))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Census::merge(shares, location)
+    // Each share is merged as it is decoded, and dropped.
+    let mut merge = census::Merge::new(location);
+    for (i, bytes) in results.into_iter().enumerate() {
+        let worker = cluster.workers()[i % cluster.workers().len()].to_string();
+        let share: Census = postcard::from_bytes(&bytes).with_context(|| {
+            format!("a census from {worker} is not readable (a worker of another kanon version?)")
+        })?;
+        drop(bytes);
+        merge.add(worker, share)?;
+    }
+    Ok(merge.finish())
 }
 
 #[cfg(not(feature = "distributed"))]

@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use anyhow::{Context, Result};
 use kanon_engine::cancel::Cancellation;
 use kanon_engine::encode::{Encoder, EquivalenceClasses};
@@ -74,80 +76,6 @@ pub struct Census {
 }
 
 impl Census {
-    /// The census of a whole table from its shares' (in task order):
-    /// tuples counted once, rows summed.
-    ///
-    /// # Errors
-    /// Shares whose files have different columns.
-    pub fn merge(shares: Vec<(String, Census)>, dataset: &Location) -> Result<Census> {
-        let mut all = Census::default();
-        let mut first: Option<String> = None;
-        // Per QI: label -> global code.
-        let mut global: Vec<HashMap<String, u32>> = Vec::new();
-        let mut counts: HashMap<Vec<u32>, u64> = HashMap::new();
-        for (worker, share) in shares {
-            if share.files == 0 {
-                continue;
-            }
-            match &first {
-                None => {
-                    all.columns = share.columns;
-                    all.labels = vec![Vec::new(); share.labels.len()];
-                    global = vec![HashMap::new(); share.labels.len()];
-                    first = Some(worker);
-                }
-                Some(w) if all.columns != share.columns || share.labels.len() != global.len() => {
-                    return Err(Failure::bad_input(format!(
-                        "the files of {dataset} read by {worker} have other columns (names, types or nullability) than those read by {w}: every file of a table must have the same schema"
-                    ))
-                    .into())
-                }
-                Some(_) => {}
-            }
-            all.files += share.files;
-            all.bytes += share.bytes;
-            all.rows += share.rows;
-            all.excluded += share.excluded;
-            // The share's codes, as global codes.
-            let remap: Vec<Vec<u32>> = share
-                .labels
-                .into_iter()
-                .enumerate()
-                .map(|(q, labels)| {
-                    labels
-                        .into_iter()
-                        .map(|label| {
-                            let next = all.labels[q].len() as u32;
-                            *global[q].entry(label.clone()).or_insert_with(|| {
-                                all.labels[q].push(label);
-                                next
-                            })
-                        })
-                        .collect()
-                })
-                .collect();
-            let n_qi = remap.len().max(1);
-            for (tuple, n) in share.codes.chunks(n_qi).zip(share.counts) {
-                let key: Vec<u32> = tuple
-                    .iter()
-                    .zip(&remap)
-                    .map(|(&c, r)| r.get(c as usize).copied().unwrap_or(u32::MAX))
-                    .collect();
-                *counts.entry(key).or_default() += n;
-            }
-        }
-        if counts.keys().any(|k| k.contains(&u32::MAX)) {
-            return Err(anyhow::anyhow!(
-                "a worker's census names a code it has no label for (a bug in kanon)"
-            ));
-        }
-        let mut tuples: Vec<(Vec<u32>, u64)> = counts.into_iter().collect();
-        tuples.sort_unstable();
-        all.codes = tuples.iter().flat_map(|(t, _)| t.iter().copied()).collect();
-        all.counts = tuples.into_iter().map(|(_, n)| n).collect();
-        Ok(all)
-    }
-
     /// The size in `population` (a census of the same QIs) of each of this
     /// census's tuples, matched by labels, in the order of
     /// [`Census::classes`].
@@ -222,6 +150,108 @@ impl Census {
         let tuples = self.codes.chunks(n_qi).collect();
         let sizes = self.counts.iter().map(|&n| n as usize).collect();
         (tuples, sizes)
+    }
+}
+
+/// Shares of a census merged one by one as they are read, so that only
+/// the merged tuples and the share at hand are held: each QI's labels
+/// become global codes (in the order shares first name them), and the
+/// tuples are counted by those codes.
+pub struct Merge<'a> {
+    dataset: &'a Location,
+    all: Census,
+    /// The worker whose share set the columns.
+    first: Option<String>,
+    /// Per QI: label -> global code.
+    global: Vec<HashMap<String, u32>>,
+    counts: FxHashMap<Box<[u32]>, u64>,
+}
+
+impl<'a> Merge<'a> {
+    /// An empty merge of the census of `dataset`.
+    pub fn new(dataset: &'a Location) -> Self {
+        Merge {
+            dataset,
+            all: Census::default(),
+            first: None,
+            global: Vec::new(),
+            counts: FxHashMap::default(),
+        }
+    }
+
+    /// Adds `worker`'s share.
+    ///
+    /// # Errors
+    /// A share whose files have other columns than the first share's.
+    pub fn add(&mut self, worker: String, share: Census) -> Result<()> {
+        if share.files == 0 {
+            return Ok(());
+        }
+        let all = &mut self.all;
+        match &self.first {
+            None => {
+                all.columns = share.columns;
+                all.labels = vec![Vec::new(); share.labels.len()];
+                self.global = vec![HashMap::new(); share.labels.len()];
+                self.first = Some(worker.clone());
+            }
+            Some(w) if all.columns != share.columns || share.labels.len() != self.global.len() => {
+                return Err(Failure::bad_input(format!(
+                    "the files of {} read by {worker} have other columns (names, types or nullability) than those read by {w}: every file of a table must have the same schema",
+                    self.dataset
+                ))
+                .into())
+            }
+            Some(_) => {}
+        }
+        all.files += share.files;
+        all.bytes += share.bytes;
+        all.rows += share.rows;
+        all.excluded += share.excluded;
+        // The share's codes, as global codes.
+        let remap: Vec<Vec<u32>> = share
+            .labels
+            .into_iter()
+            .zip(self.global.iter_mut())
+            .zip(all.labels.iter_mut())
+            .map(|((labels, global), names)| {
+                labels
+                    .into_iter()
+                    .map(|label| {
+                        let next = names.len() as u32;
+                        *global.entry(label.clone()).or_insert_with(|| {
+                            names.push(label);
+                            next
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let n_qi = remap.len().max(1);
+        for (tuple, n) in share.codes.chunks(n_qi).zip(share.counts) {
+            let key: Box<[u32]> = tuple
+                .iter()
+                .zip(&remap)
+                .map(|(&c, r)| r.get(c as usize).copied())
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "the census from {worker} names a code it has no label for (a bug in kanon)"
+                    )
+                })?;
+            *self.counts.entry(key).or_default() += n;
+        }
+        Ok(())
+    }
+
+    /// The merged census, its tuples sorted by code.
+    pub fn finish(self) -> Census {
+        let mut all = self.all;
+        let mut tuples: Vec<(Box<[u32]>, u64)> = self.counts.into_iter().collect();
+        tuples.sort_unstable();
+        all.codes = tuples.iter().flat_map(|(t, _)| t.iter().copied()).collect();
+        all.counts = tuples.into_iter().map(|(_, n)| n).collect();
+        all
     }
 }
 
@@ -383,11 +413,20 @@ mod tests {
         )
     }
 
+    /// The census of the shares, merged in order.
+    fn merge(shares: Vec<(String, Census)>, at: &Location) -> Result<Census> {
+        let mut merge = Merge::new(at);
+        for (worker, share) in shares {
+            merge.add(worker, share)?;
+        }
+        Ok(merge.finish())
+    }
+
     #[test]
     fn shares_merge_by_labels_whatever_their_codes() {
         let at = Location::parse("/tmp/t").unwrap();
         // Share 1 codes x=0, y=1 and "1"=0; share 2 codes x=1, "2"=0, "1"=1.
-        let merged = Census::merge(
+        let merged = merge(
             vec![
                 share(1, 4, [&["x", "y"], &["1"]], &[([0, 0], 2), ([1, 0], 1)]),
                 (String::from("empty"), Census::default()),
@@ -412,7 +451,7 @@ mod tests {
         assert_eq!(sizes, [5, 1, 1]);
         let mut other = share(3, 1, [&[], &[]], &[]);
         other.1.columns[0].data_type = "Int64".into();
-        let err = Census::merge(vec![share(1, 1, [&[], &[]], &[]), other], &at)
+        let err = merge(vec![share(1, 1, [&[], &[]], &[]), other], &at)
             .unwrap_err()
             .to_string();
         assert!(err.contains("w3") && err.contains("w1"), "{err}");

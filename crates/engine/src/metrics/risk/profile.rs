@@ -342,21 +342,26 @@ mod tests {
         )
     }
 
-    #[test]
-    fn profile_of_a_sample_and_its_population_by_hand() {
-        // Sample classes: (30,a) x1, (30,b) x2, (40,a) x3: n = 6, J = 3.
-        let (s_schema, s) = batch(&[
+    /// A sample and its population. Sample classes: (30,a) x1, (30,b) x2,
+    /// (40,a) x3: n = 6, J = 3. Population (no sensitive column, other
+    /// column order, extra class): (30,a) x2, (30,b) x2, (40,a) x6,
+    /// (50,c) x2 = 12 records.
+    fn sample_and_population() -> ((Arc<Schema>, RecordBatch), (Arc<Schema>, RecordBatch)) {
+        let sample = batch(&[
             ("age", vec!["30", "30", "30", "40", "40", "40"]),
             ("zip", vec!["a", "b", "b", "a", "a", "a"]),
             ("disease", vec!["x", "y", "x", "x", "y", "y"]),
         ]);
-        // Population (no sensitive column, other column order, extra
-        // class): (30,a) x2, (30,b) x2, (40,a) x6, (50,c) x2 = 12 records.
         let mut age = vec!["30"; 4];
         age.extend(["40"; 6]);
         age.extend(["50"; 2]);
         let zip = vec!["a", "a", "b", "b", "a", "a", "a", "a", "a", "a", "c", "c"];
-        let (p_schema, p) = batch(&[("zip", zip), ("age", age)]);
+        (sample, batch(&[("zip", zip), ("age", age)]))
+    }
+
+    #[test]
+    fn profile_of_a_sample_and_its_population_by_hand() {
+        let ((s_schema, s), (p_schema, p)) = sample_and_population();
         let options = RiskOptions {
             threshold: 0.3,
             ..Default::default()
@@ -398,9 +403,9 @@ mod tests {
 
     #[test]
     fn the_profile_of_class_sizes_is_the_profile_of_the_rows() {
-        // The sample and population of the test above, as the sizes a
-        // census of their tuples gives: (30,a) 1 of 2, (30,b) 2 of 2,
-        // (40,a) 3 of 6, in a population of 12 records.
+        // `sample_and_population` as the sizes a census of their tuples
+        // gives: (30,a) 1 of 2, (30,b) 2 of 2, (40,a) 3 of 6, in a
+        // population of 12 records.
         let options = RiskOptions {
             threshold: 0.3,
             max_msu_size: 0,
@@ -408,15 +413,7 @@ mod tests {
         };
         let by_sizes =
             risk_profile_of_sizes(&[1, 2, 3], 0, Some((&[2, 2, 6], 12)), &options).unwrap();
-        let (s_schema, s) = batch(&[
-            ("age", vec!["30", "30", "30", "40", "40", "40"]),
-            ("zip", vec!["a", "b", "b", "a", "a", "a"]),
-        ]);
-        let mut age = vec!["30"; 4];
-        age.extend(["40"; 6]);
-        age.extend(["50"; 2]);
-        let zip = vec!["a", "a", "b", "b", "a", "a", "a", "a", "a", "a", "c", "c"];
-        let (p_schema, p) = batch(&[("zip", zip), ("age", age)]);
+        let ((s_schema, s), (p_schema, p)) = sample_and_population();
         let by_rows = risk_profile_of_batches(
             &spec(),
             &s_schema,

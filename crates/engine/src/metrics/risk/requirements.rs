@@ -74,6 +74,21 @@ pub fn standing_of_classes(
         .iter()
         .map(|r| {
             let shield = r.columns(n_qi);
+            if shield.iter().copied().eq(0..n_qi) {
+                // The whole tuple: the classes themselves, no projection.
+                for (risky, &size) in at_risk.iter_mut().zip(sizes) {
+                    *risky |= size < r.k();
+                }
+                let below: Vec<usize> = sizes.iter().copied().filter(|&n| n < r.k()).collect();
+                return RequirementRisk {
+                    requirement: r.describe(),
+                    k: r.k(),
+                    achieved_k: sizes.iter().copied().min().unwrap_or(0),
+                    tuples: sizes.len(),
+                    tuples_below_k: below.len(),
+                    records_below_k: below.iter().sum(),
+                };
+            }
             let key = |c: usize| -> Vec<u32> { shield.iter().map(|&q| tuples[c][q]).collect() };
             let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
             for (c, &size) in sizes.iter().enumerate() {
