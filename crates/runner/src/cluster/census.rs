@@ -309,12 +309,12 @@ impl CensusTask {
 /// [`KIND`]. Errors are returned as text (they travel to the coordinator),
 /// and name files and columns, never values.
 pub fn run(payload: &[u8], cancel: &Cancellation) -> std::result::Result<Vec<u8>, String> {
-    let count = || -> Result<Census> {
+    let counted = || -> Result<Census> {
         let task: CensusTask = serde_json::from_slice(payload)
             .context("not a census task (workers of another kanon version?)")?;
         count(&task, cancel)
     };
-    let census = count().map_err(|e| format!("{e:#}"))?;
+    let census = counted().map_err(|e| format!("{e:#}"))?;
     postcard::to_stdvec(&census).map_err(|e| format!("encoding a census: {e}"))
 }
 

@@ -97,12 +97,7 @@ pub fn risk_profile(
     population: Option<&QiTable>,
     options: &RiskOptions,
 ) -> Result<RiskProfile> {
-    if !(0.0..=1.0).contains(&options.threshold) {
-        return Err(Error::spec(
-            "threshold",
-            format!("must be between 0 and 1, not {}", options.threshold),
-        ));
-    }
+    check_threshold(options)?;
     let classes = EquivalenceClasses::of(sample);
     let sizes: Vec<usize> = (0..classes.len()).map(|c| classes.size(c)).collect();
     let pop_sizes = population
@@ -144,12 +139,7 @@ pub fn risk_profile_of_sizes(
     population: Option<(&[u64], u64)>,
     options: &RiskOptions,
 ) -> Result<RiskProfile> {
-    if !(0.0..=1.0).contains(&options.threshold) {
-        return Err(Error::spec(
-            "threshold",
-            format!("must be between 0 and 1, not {}", options.threshold),
-        ));
-    }
+    check_threshold(options)?;
     profile_of(
         sizes,
         excluded_records,
@@ -157,6 +147,17 @@ pub fn risk_profile_of_sizes(
         options.population_size.or(population.map(|p| p.1)),
         options.threshold,
     )
+}
+
+/// [`Error::Spec`] for a risk threshold outside `[0, 1]`.
+fn check_threshold(options: &RiskOptions) -> Result<()> {
+    if !(0.0..=1.0).contains(&options.threshold) {
+        return Err(Error::spec(
+            "threshold",
+            format!("must be between 0 and 1, not {}", options.threshold),
+        ));
+    }
+    Ok(())
 }
 
 /// The profile of classes of `sizes`, without minimal sample uniques.
