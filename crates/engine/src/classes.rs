@@ -18,6 +18,9 @@ pub struct EquivalenceClasses {
     tuples: Vec<u32>,
     offsets: Vec<u32>,
     rows: Vec<u32>,
+    /// The input rows of every class, when the table's rows stand for
+    /// several ([`QiTable::with_weights`]); its rows otherwise.
+    weights: Option<Vec<u32>>,
 }
 
 /// Marks a row that belongs to no class (excluded by a null policy).
@@ -116,12 +119,21 @@ impl EquivalenceClasses {
             members[fill[c] as usize] = r;
             fill[c] += 1;
         }
+        let weights = table.is_weighted().then(|| {
+            (0..sizes.len())
+                .map(|c| {
+                    let rows = &members[offsets[c] as usize..offsets[c + 1] as usize];
+                    rows.iter().map(|&r| table.weight(r) as u32).sum()
+                })
+                .collect()
+        });
         EquivalenceClasses {
             n_qi,
             class_of_row,
             tuples,
             offsets,
             rows: members,
+            weights,
         }
     }
 
@@ -145,9 +157,13 @@ impl EquivalenceClasses {
     pub fn rows(&self, class: usize) -> &[u32] {
         &self.rows[self.offsets[class] as usize..self.offsets[class + 1] as usize]
     }
-    /// The size of a class.
+    /// The size of a class: its input rows (the sum of its rows' weights
+    /// in a table of counted tuples, [`QiTable::with_weights`]).
     pub fn size(&self, class: usize) -> usize {
-        (self.offsets[class + 1] - self.offsets[class]) as usize
+        match &self.weights {
+            Some(w) => w[class] as usize,
+            None => (self.offsets[class + 1] - self.offsets[class]) as usize,
+        }
     }
 }
 

@@ -22,6 +22,7 @@ pub mod classes;
 pub mod codes;
 mod coding;
 pub mod columns;
+pub mod counts;
 pub mod encode;
 pub mod entity;
 pub mod error;

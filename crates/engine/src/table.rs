@@ -387,6 +387,22 @@ pub struct QiTable {
     /// a class covers. Empty for every other job.
     #[serde(default)]
     pub(crate) outside: Vec<u32>,
+    /// When each row stands for several input rows (a table of distinct
+    /// tuples counted elsewhere: [`QiTable::with_weights`]), how many.
+    #[serde(default)]
+    pub(crate) weights: Option<Arc<Weights>>,
+}
+
+/// The input rows each row of a table of distinct tuples stands for
+/// ([`QiTable::with_weights`]).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Weights {
+    /// The input rows of every row.
+    of_row: Vec<u32>,
+    /// Input rows excluded by a null policy that have no row in the table.
+    absent_excluded: usize,
+    /// Input rows in all: the sum of `of_row` and `absent_excluded`.
+    total: usize,
 }
 
 impl QiTable {
@@ -419,7 +435,84 @@ impl QiTable {
     /// Rows a suppression limit is a share of: every row but those outside
     /// the research subset (which are not the data being published).
     pub fn rows_in_scope(&self) -> usize {
-        self.n_rows - self.outside.len()
+        match &self.weights {
+            Some(w) => w.total,
+            None => self.n_rows - self.outside.len(),
+        }
+    }
+
+    /// This table as a table of distinct tuples counted elsewhere (issue
+    /// 35: the census of a table too large for one machine): row `r`
+    /// stands for `weights[r]` input rows, and `absent_excluded` more
+    /// input rows were excluded by a null policy without a row here.
+    ///
+    /// Only the algorithms that never look at rows one by one take such a
+    /// table (the full-domain lattice of Datafly and Incognito, through
+    /// [`crate::counts`]): their equivalence classes count weights
+    /// ([`crate::encode::EquivalenceClasses::size`]), and the suppression
+    /// limit is a share of [`QiTable::rows_in_scope`], the input rows.
+    ///
+    /// # Errors
+    /// [`Error::Internal`](crate::Error::Internal) for a weight per row
+    /// missing, a zero weight, or a δ-presence table (its population is
+    /// not counted that way).
+    pub fn with_weights(
+        mut self,
+        weights: Vec<u32>,
+        absent_excluded: usize,
+    ) -> crate::Result<QiTable> {
+        if weights.len() != self.n_rows || weights.contains(&0) || !self.outside.is_empty() {
+            return Err(crate::Error::Internal(format!(
+                "weights of {} rows (none zero, no research subset) for a table of {} rows (a bug in kanon)",
+                weights.len(),
+                self.n_rows
+            )));
+        }
+        let total = weights.iter().map(|&w| w as usize).sum::<usize>() + absent_excluded;
+        self.weights = Some(Arc::new(Weights {
+            of_row: weights,
+            absent_excluded,
+            total,
+        }));
+        Ok(self)
+    }
+
+    /// The input rows row `row` stands for: 1, unless the table is a table
+    /// of counted tuples ([`QiTable::with_weights`]).
+    pub fn weight(&self, row: u32) -> usize {
+        self.weights
+            .as_ref()
+            .map_or(1, |w| w.of_row[row as usize] as usize)
+    }
+
+    /// Whether rows stand for several input rows ([`QiTable::with_weights`]).
+    pub fn is_weighted(&self) -> bool {
+        self.weights.is_some()
+    }
+
+    /// The input rows excluded by a null policy (and, under δ-presence,
+    /// outside the research subset): [`QiTable::excluded`], counted by
+    /// weight, and the excluded rows the table has no row for.
+    pub fn excluded_rows(&self) -> usize {
+        match &self.weights {
+            Some(w) => {
+                self.excluded
+                    .iter()
+                    .map(|&r| w.of_row[r as usize] as usize)
+                    .sum::<usize>()
+                    + w.absent_excluded
+            }
+            None => self.excluded.len(),
+        }
+    }
+
+    /// The input rows the algorithms work on: every row but the excluded
+    /// ones, counted by weight.
+    pub fn active_weight(&self) -> usize {
+        match &self.weights {
+            Some(w) => w.total - self.excluded_rows(),
+            None => self.n_rows - self.excluded.len(),
+        }
     }
     /// Rows the algorithms work on (all rows but the excluded ones).
     pub fn active_rows(&self) -> Vec<u32> {
@@ -515,12 +608,21 @@ impl QiTable {
                 .collect()
         };
         let (excluded, outside) = (within(&self.excluded), within(&self.outside));
+        let weights = self.weights.as_ref().map(|w| {
+            let of_row: Vec<u32> = rows.iter().map(|&r| w.of_row[r as usize]).collect();
+            Arc::new(Weights {
+                total: of_row.iter().map(|&w| w as usize).sum(),
+                of_row,
+                absent_excluded: 0,
+            })
+        });
         QiTable {
             columns,
             sensitive,
             n_rows: rows.len(),
             excluded,
             outside,
+            weights,
         }
     }
 }

@@ -157,6 +157,136 @@ pub fn verify_partition(
     })
 }
 
+/// Checks a release known only by its classes' sizes: every class (its
+/// published tuple as one code per QI, equal codes for equal labels;
+/// tuples distinct) against the anonymity requirements, and the suppressed
+/// rows against the suppression limit. What a coordinator that never sees
+/// the rows checks (issue 35), exact for jobs whose models only count rows
+/// ([`sizes_suffice`]).
+///
+/// # Errors
+/// [`Error::Spec`] for a job with models that need more than sizes;
+/// [`Error::VerificationFailed`] describing a violation by counts only.
+pub fn verify_sizes(
+    tuples: &[&[u32]],
+    sizes: &[usize],
+    suppressed: usize,
+    excluded: usize,
+    privacy: &Privacy,
+) -> Result<Verified> {
+    sizes_suffice(privacy)?;
+    let n_qi = tuples.first().map_or(0, |t| t.len());
+    let requirements = check_requirements(privacy, n_qi, |columns| {
+        let mut counts: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
+        for (tuple, &size) in tuples.iter().zip(sizes) {
+            *counts
+                .entry(columns.iter().map(|&q| tuple[q]).collect())
+                .or_default() += size;
+        }
+        counts.into_values().collect()
+    })?;
+    let published: usize = sizes.iter().sum();
+    let allowed = privacy.max_suppressed(published + suppressed + excluded);
+    if suppressed > allowed {
+        return Err(Error::VerificationFailed(format!(
+            "{suppressed} rows suppressed but the suppression limit allows {allowed}"
+        )));
+    }
+    Ok(Verified {
+        classes: tuples.len(),
+        smallest_class: sizes.iter().copied().min().unwrap_or(0),
+        published_rows: published,
+        suppressed_rows: suppressed,
+        excluded_rows: excluded,
+        requirements,
+        models: Vec::new(),
+        people: None,
+        outside_rows: 0,
+    })
+}
+
+/// Whether the job's models are met exactly when its classes are large
+/// enough ([`verify_sizes`]): anonymity requirements and a suppression
+/// limit, no per-class model (l-diversity, t-closeness, risk), no
+/// δ-presence.
+///
+/// # Errors
+/// [`Error::Spec`] naming the first model sizes cannot check.
+pub fn sizes_suffice(privacy: &Privacy) -> Result<()> {
+    let model = privacy
+        .class_models()
+        .first()
+        .map(|m| m.describe())
+        .or_else(|| privacy.presence().map(|p| p.describe()));
+    match model {
+        None => Ok(()),
+        Some(m) => Err(Error::spec(
+            "privacy",
+            format!("{m} needs the values of every class, which a run from counts does not hold; only anonymity requirements (k, privacy.requirements) and a suppression limit are checked from counts"),
+        )),
+    }
+}
+
+/// [`verify_partition`] of a table of counted tuples
+/// ([`QiTable::with_weights`]): the structure and truthfulness of the
+/// partition over the table's rows, then [`verify_sizes`] with every
+/// class's size the sum of its rows' weights.
+///
+/// # Errors
+/// As [`verify_sizes`] and [`verify_partition`].
+pub fn verify_counted(
+    table: &QiTable,
+    partition: &Partition,
+    privacy: &Privacy,
+) -> Result<Verified> {
+    check_structure(table, partition)?;
+    let (class_of_group, n_classes) = partition.published_classes();
+    let mut sizes = vec![0usize; n_classes];
+    let mut first_group = vec![usize::MAX; n_classes];
+    let mut suppressed = 0usize;
+    for (r, &g) in partition.group_of_row().iter().enumerate() {
+        if g == SUPPRESSED {
+            suppressed += table.weight(r as u32);
+            continue;
+        }
+        let c = class_of_group[g as usize] as usize;
+        sizes[c] += table.weight(r as u32);
+        first_group[c] = first_group[c].min(g as usize);
+    }
+    // Published tuples as codes: equal cells, equal codes.
+    let mut code_of: Vec<FxHashMap<&Cell, u32>> = vec![FxHashMap::default(); table.n_qi()];
+    let mut tuples: Vec<Vec<u32>> = Vec::new();
+    let mut kept = Vec::new();
+    for (c, &g) in first_group.iter().enumerate() {
+        if g == usize::MAX {
+            continue;
+        }
+        tuples.push(
+            partition
+                .tuple(g)
+                .iter()
+                .zip(&mut code_of)
+                .map(|(cell, codes)| {
+                    let next = codes.len() as u32;
+                    *codes.entry(cell).or_insert(next)
+                })
+                .collect(),
+        );
+        kept.push(sizes[c]);
+    }
+    // The partition suppresses the excluded rows it holds; they are
+    // counted as excluded, not as suppressed by the algorithm.
+    let held_excluded: usize = table.excluded().iter().map(|&r| table.weight(r)).sum();
+    let tuples: Vec<&[u32]> = tuples.iter().map(Vec::as_slice).collect();
+    verify_sizes(
+        &tuples,
+        &kept,
+        suppressed - held_excluded,
+        table.excluded_rows(),
+        privacy,
+    )
+}
+
 /// The part of [`verify_partition`] that needs no model: the partition
 /// covers the table's rows, publishes no excluded row, points to existing
 /// groups, and every published cell covers its row's value.

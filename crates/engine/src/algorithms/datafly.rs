@@ -126,7 +126,7 @@ fn climb<K: Key>(ctx: &Context<'_>, lattice: &Lattice<'_>) -> Result<(Vec<u8>, V
     let mut steps = Vec::new();
     // A node that suppresses every row publishes nothing: it is never the
     // answer, whatever the suppression limit allows.
-    let active = ctx.table.n_rows() - ctx.table.excluded().len();
+    let active = ctx.table.active_weight();
     let publishes = |v: &super::lattice::Verdict| v.accepted && v.suppressed < active;
     while !publishes(&lattice.verdict(&fs)) {
         ctx.cancel.check()?;

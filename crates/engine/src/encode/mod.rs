@@ -439,6 +439,7 @@ impl Encoder {
             n_rows: self.n_rows,
             excluded: self.excluded,
             outside,
+            weights: None,
         })
     }
 }

@@ -223,11 +223,38 @@ enum Action {
 impl Recoder {
     /// Prepares the labels of every group.
     pub fn new(spec: &JobSpec, table: &QiTable, partition: &Partition) -> Self {
-        let labels = table
-            .columns()
+        let names: Vec<&str> = table.columns().iter().map(|c| c.name()).collect();
+        let mut recoder = Self::from_labels(
+            spec,
+            &names,
+            group_labels(spec, table, partition),
+            partition.group_of_row().to_vec(),
+        );
+        recoder.sensitive_hierarchies = spec
+            .sensitive()
+            .filter_map(|a| {
+                let path = a.hierarchy.as_ref()?;
+                let column = table.sensitive().iter().find(|c| c.name() == a.name)?;
+                Some((path.clone(), column.hierarchy()?.hierarchy().clone()))
+            })
+            .collect();
+        recoder
+    }
+
+    /// The recoder of rows whose groups were decided elsewhere (a worker
+    /// applying a coordinator's plan, issue 35): `labels[q][g]` is what
+    /// group `g` publishes in QI `names[q]`, and `group_of_row` the group
+    /// of every input row (or [`SUPPRESSED`]).
+    pub fn from_labels(
+        spec: &JobSpec,
+        names: &[&str],
+        labels: Vec<Vec<String>>,
+        group_of_row: Vec<u32>,
+    ) -> Self {
+        let labels = names
             .iter()
-            .zip(group_labels(spec, table, partition))
-            .map(|(col, labels)| {
+            .zip(labels)
+            .map(|(name, labels)| {
                 let mut index: FxHashMap<String, i32> = FxHashMap::default();
                 let mut values: Vec<String> = Vec::new();
                 let mut key_of_group: Vec<i32> = labels
@@ -253,28 +280,19 @@ impl Recoder {
                 }
                 let values: Vec<String> = sorted.into_iter().map(|i| values[i].clone()).collect();
                 ColumnLabels {
-                    name: col.name().to_string(),
+                    name: name.to_string(),
                     values: Arc::new(StringArray::from(values)),
                     key_of_group,
                 }
             })
             .collect();
-        let dropped = Dropped::of(spec);
-        let sensitive_hierarchies = spec
-            .sensitive()
-            .filter_map(|a| {
-                let path = a.hierarchy.as_ref()?;
-                let column = table.sensitive().iter().find(|c| c.name() == a.name)?;
-                Some((path.clone(), column.hierarchy()?.hierarchy().clone()))
-            })
-            .collect();
         Recoder {
             labels,
-            group_of_row: partition.group_of_row().into(),
-            dropped,
+            group_of_row: group_of_row.into(),
+            dropped: Dropped::of(spec),
             pseudonymised: pseudonymised_columns(spec),
             pseudonymiser: Pseudonymiser::default(),
-            sensitive_hierarchies,
+            sensitive_hierarchies: FxHashMap::default(),
             entities: None,
             coded: coded_columns(spec),
         }

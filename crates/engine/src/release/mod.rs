@@ -305,6 +305,31 @@ impl Releaser {
             .map(|(checked, _)| checked)
     }
 
+    /// The end of one share of a release whose other shares are written
+    /// elsewhere (a worker's part, issue 35): every input row of the share
+    /// must have been recoded, and the share's rows, encoded by their
+    /// labels, are handed back unverified. A share alone need not satisfy
+    /// the models: whoever holds every share's classes verifies their
+    /// union ([`crate::verify::verify_sizes`]).
+    ///
+    /// # Errors
+    /// [`Error::Data`] when the input had fewer rows than the share's
+    /// groups; [`Error::Spec`] for a job whose person is the unit (a
+    /// person's rows may be in several shares).
+    pub fn finish_share(self) -> Result<QiTable> {
+        if self.people.is_some() {
+            return Err(Error::spec(
+                "privacy.entity",
+                "a release written in shares cannot count a person whose rows are in several shares; run the job on one machine",
+            ));
+        }
+        let rows_in = self.recoder.n_rows();
+        if self.offset != rows_in {
+            return Err(changed(rows_in, self.offset));
+        }
+        self.verifier.into_table()
+    }
+
     /// [`Releaser::finish`], also handing back the release encoded by its
     /// labels (what the verifier checked), for front ends that report on the
     /// release without encoding it a second time.

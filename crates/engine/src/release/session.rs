@@ -359,6 +359,16 @@ impl<S: BucketStore> Release<S> {
         Ok(())
     }
 
+    /// The end of one share of a release written in shares
+    /// ([`Releaser::finish_share`]): the share's rows by their labels,
+    /// unverified.
+    ///
+    /// # Errors
+    /// As [`Releaser::finish_share`].
+    pub fn finish_share(self) -> Result<QiTable> {
+        self.releaser.finish_share()
+    }
+
     /// Verifies the whole release ([`Releaser::finish_with_labels`]): the
     /// check, and the release encoded by its labels.
     ///

@@ -166,7 +166,7 @@ impl<'a> Lattice<'a> {
     /// population outside a research subset is never published, and is
     /// not the data's loss).
     pub(crate) fn nulls(&self) -> usize {
-        self.table.excluded().len() - self.table.outside().len()
+        self.table.excluded_rows() - self.table.outside().len()
     }
 
     /// Number of QIs.
