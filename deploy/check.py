@@ -21,7 +21,12 @@ Usage: python3 deploy/check.py OUT_DIR
   read-only Secret `kanon-s3-read` (and nothing else), their headless
   Service, and a Job running `kanon inspect --workers dns://SERVICE:PORT`
   with the same Secret and no retries; its job.toml is written to
-  OUT_DIR/census-job.toml.
+  OUT_DIR/census-job.toml;
+- deploy/k8s/scale-out.yaml (issue 35) holds writer workers with the
+  Secret `kanon-s3` (and nothing else) and a writable /tmp, their headless
+  Service, and a Job running `kanon anonymize --workers dns://SERVICE:PORT`
+  with a full-domain job; its job.toml, with its hierarchies, is written to
+  OUT_DIR/scale-out-job.toml.
 
 Exits non-zero with the reason on the first failure.
 """
@@ -247,6 +252,74 @@ def check_census(out: pathlib.Path) -> None:
     )
 
 
+def check_scale_out(out: pathlib.Path) -> None:
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+
+    name = "scale-out.yaml"
+    docs = [d for d in yaml.safe_load_all((DEPLOY / "k8s/scale-out.yaml").read_text()) if d]
+    kinds = {d["kind"]: d for d in docs}
+    need(
+        sorted(kinds) == ["ConfigMap", "Deployment", "Job", "Service"],
+        f"{name} holds {sorted(kinds)}",
+    )
+    data = kinds["ConfigMap"]["data"]
+    job = tomllib.loads(data["job.toml"])
+    need(
+        job["algorithm"]["name"] in ("datafly", "incognito"),
+        f"{name}: the workers write only for full-domain algorithms, not {job['algorithm']['name']}",
+    )
+    # The hierarchies mounted at /etc/kanon, written beside the job.
+    text = data["job.toml"]
+    for key, value in data.items():
+        if key.endswith(".csv"):
+            (out / f"scale-out-{key}").write_text(value)
+            text = text.replace(f"/etc/kanon/{key}", str(out / f"scale-out-{key}"))
+    need("/etc/kanon/" not in text, f"{name}: every hierarchy the job names must be in the ConfigMap")
+    (out / "scale-out-job.toml").write_text(text)
+    key = "kanon-s3"
+
+    writer_pod = kinds["Deployment"]["spec"]["template"]
+    writer = writer_pod["spec"]
+    need(writer["securityContext"]["runAsNonRoot"] is True, f"{name}: the writers must run as non-root")
+    need(writer.get("automountServiceAccountToken") is False, f"{name}: the writers need no service-account token")
+    (container,) = writer["containers"]
+    argv = [*container.get("command", []), *container.get("args", [])]
+    need(argv[1:4] == ["worker", "--listen", "0.0.0.0:50051"], f"{name}: the writers must run `kanon worker`, not {argv}")
+    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
+    need(secrets == [key], f"{name}: the writers get the Secret {key} and no other, not {secrets}")
+    need("memory" in container["resources"]["limits"], f"{name}: the writers need a memory limit")
+    mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
+    need("/tmp" in mounts, f"{name}: the writers need a writable /tmp to spill to (read-only root)")
+
+    service = kinds["Service"]
+    need(service["spec"].get("clusterIP") == "None", f"{name}: the Service must be headless")
+    need(
+        service["spec"]["selector"].items() <= writer_pod["metadata"]["labels"].items(),
+        f"{name}: the Service must select the writers",
+    )
+
+    spec = kinds["Job"]["spec"]
+    need(spec["backoffLimit"] == 0, f"{name}: backoffLimit must be 0")
+    pod = spec["template"]["spec"]
+    need(pod["restartPolicy"] == "Never", f"{name}: restartPolicy must be Never")
+    (container,) = pod["containers"]
+    args = container["args"]
+    workers = f"dns://{service['metadata']['name']}:50051"
+    need(args[0] == "anonymize", f"{name}: the Job must run `kanon anonymize`, not {args}")
+    need(
+        any(args[i : i + 2] == ["--workers", workers] for i in range(len(args))),
+        f"{name}: the Job must pass `--workers {workers}`, not {args}",
+    )
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    need(
+        volumes["job"]["configMap"]["name"] == kinds["ConfigMap"]["metadata"]["name"],
+        f"{name}: the job volume must be the ConfigMap",
+    )
+
+
 def check_airflow() -> None:
     source = (DEPLOY / "airflow/kanon_release_dag.py").read_text()
     tree = ast.parse(source)
@@ -283,6 +356,7 @@ def main() -> None:
     check_k8s(out)
     check_distributed(out)
     check_census(out)
+    check_scale_out(out)
     check_airflow()
     check_systemd()
     print("deploy examples ok")

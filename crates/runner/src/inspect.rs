@@ -230,15 +230,25 @@ fn on_workers(
     .cluster()?
     .ok_or_else(|| anyhow::anyhow!("--workers names no worker"))?;
     let spec = raw_qi_spec(&s.qis);
-    let census = census_on(&cluster, s, storage, location, &spec, ui, "workers reading")?;
+    let census = crate::cluster::census::gather(
+        &cluster,
+        &s.storage,
+        storage,
+        location,
+        &s.input,
+        &spec,
+        ui,
+        "workers reading",
+    )?;
     let population = match &s.risk.population {
         Some(p) => {
             let at = Location::parse(p)?;
-            let population = census_on(
+            let population = crate::cluster::census::gather(
                 &cluster,
-                s,
+                &s.storage,
                 storage,
                 &at,
+                &s.input,
                 &spec,
                 ui,
                 "workers reading the population",
@@ -289,44 +299,6 @@ fn on_workers(
         delta_history: None,
     };
     Ok((report, None))
-}
-
-/// The census of the dataset at `location` by the cluster's workers.
-#[cfg(feature = "distributed")]
-fn census_on(
-    cluster: &kanon_datafusion::distributed::Cluster,
-    s: &Settings,
-    storage: &Storage,
-    location: &Location,
-    spec: &JobSpec,
-    ui: &Ui,
-    what: &str,
-) -> Result<crate::cluster::census::Census> {
-    use crate::cluster::census::{self, Census};
-
-    let files = kanon_io::dataset::parquet_files(storage, location, &s.input)?;
-    let tasks = census::tasks(&s.storage, location, files, spec, cluster.tasks_per_run());
-    let payloads = tasks
-        .iter()
-        .map(|t| t.to_bytes())
-        .collect::<Result<Vec<_>>>()?;
-    let spinner = ui.bar(what, None);
-    let cancel = kanon_io::ops::cancellation();
-    let results = cluster
-        .run_tasks(census::KIND, payloads, &cancel)
-        .context("the workers did not count the table; nothing was measured")?;
-    spinner.finish_and_clear();
-    // Each share is merged as it is decoded, and dropped.
-    let mut merge = census::Merge::new(location);
-    for (i, bytes) in results.into_iter().enumerate() {
-        let worker = cluster.workers()[i % cluster.workers().len()].to_string();
-        let share: Census = postcard::from_bytes(&bytes).with_context(|| {
-            format!("a census from {worker} is not readable (a worker of another kanon version?)")
-        })?;
-        drop(bytes);
-        merge.add(worker, share)?;
-    }
-    Ok(merge.finish())
 }
 
 #[cfg(not(feature = "distributed"))]
@@ -581,7 +553,7 @@ fn measure(
 
 /// The job of `kanon inspect`: the raw values of each QI, as categories;
 /// nulls counted apart.
-fn raw_qi_spec(qis: &[String]) -> JobSpec {
+pub(crate) fn raw_qi_spec(qis: &[String]) -> JobSpec {
     JobSpec {
         attributes: qis
             .iter()

@@ -44,8 +44,14 @@ fn the_examples_parse_and_the_configmap_job_runs() {
 
     let release = dir.path().join("release.parquet");
     // The CronJob's job, the distributed Job's (deploy/k8s/distributed.yaml)
-    // and the census's (deploy/k8s/census.yaml).
-    for job in ["job.toml", "distributed-job.toml", "census-job.toml"] {
+    // the census's (deploy/k8s/census.yaml) and the writers'
+    // (deploy/k8s/scale-out.yaml).
+    for job in [
+        "job.toml",
+        "distributed-job.toml",
+        "census-job.toml",
+        "scale-out-job.toml",
+    ] {
         let out = run(kanon()
             .args(["anonymize", "--dry-run", "-c"])
             .arg(dir.path().join(job))

@@ -594,3 +594,196 @@ fn inspect_on_workers_refuses_what_it_cannot_count_there() {
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(stderr(&o).contains("--qi or --config"), "{}", show(&o));
 }
+
+/// The Adult job with a full-domain algorithm (`incognito`): what the
+/// workers read and write themselves (issue 35).
+fn full_domain_job(dir: &Path) -> std::path::PathBuf {
+    adult_job(dir, |t| {
+        // `windows` are `cover`'s alone.
+        let t: String = t
+            .lines()
+            .filter(|l| !l.starts_with("windows"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        set_algorithm(t, "incognito")
+    })
+}
+
+/// Every row of `batch` as one line of text, sorted: a release up to the
+/// order of its rows.
+fn sorted_rows(batch: &arrow::array::RecordBatch) -> Vec<String> {
+    let columns: Vec<Vec<String>> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| column_text(batch, f.name()))
+        .collect();
+    let mut rows: Vec<String> = (0..batch.num_rows())
+        .map(|r| {
+            columns
+                .iter()
+                .map(|c| c[r].as_str())
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The Parquet parts under `prefix` in `bucket`, as one sorted list of rows.
+fn release_rows(m: &Moto, bucket: &str, prefix: &str) -> Vec<String> {
+    let mut rows = Vec::new();
+    for key in m.keys(bucket, prefix) {
+        if key.ends_with(".parquet") {
+            rows.extend(sorted_rows(&read_parquet_bytes(m.get(bucket, &key))));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+#[test]
+fn incognito_on_two_workers_is_read_and_written_there_and_is_the_single_machine_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let Some(m) = Moto::start_logged(&log) else {
+        return;
+    };
+    let parts = adult_in_the_lake(&m);
+    let job = full_domain_job(dir.path());
+    let creds = [
+        ("AWS_ACCESS_KEY_ID", WORKER_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let (a, b) = (Worker::start_with(&creds), Worker::start_with(&creds));
+    let there = run(m
+        .kanon()
+        .env("AWS_ACCESS_KEY_ID", COORDINATOR_KEY)
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .args(["-i", "s3://lake/adult/", "-o", "s3://lake/release/"])
+        .args(["--workers", &format!("{},{}", a.url, b.url)]));
+    assert!(there.status.success(), "{}", show(&there));
+    assert!(stdout(&there).contains("by 2 workers"), "{}", show(&there));
+    // The release is the single machine's, up to the order of its rows.
+    let single = dir.path().join("single.parquet");
+    let here = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(parts.path())
+        .arg("-o")
+        .arg(&single));
+    assert!(here.status.success(), "{}", show(&here));
+    let expected = sorted_rows(&read_parquet(&single));
+    assert_eq!(expected.len(), 30162);
+    assert!(
+        release_rows(&m, "lake", "release/") == expected,
+        "the release of the workers is not the single machine's"
+    );
+    // It is a checked release: manifest, certificate, `_SUCCESS`.
+    let verify = run(m
+        .kanon()
+        .args(["verify", "-c"])
+        .arg(&job)
+        .args(["--input", "s3://lake/release/"]));
+    assert!(verify.status.success(), "{}", show(&verify));
+    let keys = m.keys("lake", "");
+    assert!(keys.contains(&"release/_SUCCESS".to_string()), "{keys:?}");
+    assert!(
+        !keys.iter().any(|k| k.contains("kanon-staging")),
+        "staged parts left: {keys:?}"
+    );
+    // The coordinator never touched a data file of the input; the workers
+    // read every part of it and wrote the staged parts.
+    let log = std::fs::read_to_string(&log).unwrap();
+    for line in log.lines().filter(|l| l.starts_with(COORDINATOR_KEY)) {
+        assert!(
+            !line.contains("/lake/adult/part-"),
+            "the coordinator touched a data file: {line}\n{log}"
+        );
+    }
+    for i in 0..4 {
+        let part = format!("/lake/adult/part-{i}.parquet");
+        assert!(
+            log.lines()
+                .filter(|l| l.starts_with(WORKER_KEY) && l.contains(" GET "))
+                .any(|l| l.contains(&part)),
+            "no worker read {part}:\n{log}"
+        );
+    }
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with(WORKER_KEY) && l.contains("kanon-staging")),
+        "no worker wrote a staged part:\n{log}"
+    );
+}
+
+#[test]
+fn a_worker_killed_while_writing_publishes_nothing_and_leaves_no_staged_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(m) = Moto::start() else {
+        return;
+    };
+    let _parts = adult_in_the_lake(&m);
+    let job = full_domain_job(dir.path());
+    let creds = [
+        ("AWS_ACCESS_KEY_ID", WORKER_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    // Worker b stops once its parts are written, before it reports them.
+    let barrier = tempfile::tempdir().unwrap();
+    std::fs::write(barrier.path().join("part-written.wait"), b"").unwrap();
+    let barrier_dir = barrier.path().to_str().unwrap().to_string();
+    let mut b_env = creds.to_vec();
+    b_env.push(("KANON_TEST_BARRIER", barrier_dir.as_str()));
+    let (a, mut b) = (Worker::start_with(&creds), Worker::start_with(&b_env));
+    let child = m
+        .kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .args(["-i", "s3://lake/adult/", "-o", "s3://lake/release/"])
+        .args(["--workers", &format!("{},{}", a.url, b.url)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&barrier.path().join("part-written"));
+    assert!(
+        m.keys("lake", "")
+            .iter()
+            .any(|k| k.contains("kanon-staging")),
+        "no part was staged before the kill"
+    );
+    b.kill();
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success(), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("nothing was published"), "{err}");
+    assert!(err.contains(&b.url), "{err}");
+    let keys = m.keys("lake", "");
+    assert!(
+        keys.iter().all(|k| k.starts_with("adult/")),
+        "something besides the input is left: {keys:?}"
+    );
+    assert!(m.pending_uploads("lake").is_empty());
+}
+
+#[test]
+fn full_domain_jobs_the_workers_cannot_plan_from_counts_are_refused_by_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Worker::start();
+    let job = full_domain_job(dir.path());
+    let o = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .args(["--set", "privacy.l=2"])
+        .args(["--workers", &a.url]));
+    assert!(!o.status.success(), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("diversity") && err.contains("counts"), "{err}");
+    assert!(ls(dir.path()) == ["job.toml"], "{:?}", ls(dir.path()));
+}

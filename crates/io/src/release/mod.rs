@@ -50,6 +50,7 @@ use anyhow::Result;
 
 use crate::exit::Failure;
 
+mod adopt;
 mod destination;
 mod manifest;
 mod parallel;
@@ -57,6 +58,7 @@ mod temporaries;
 mod upload;
 mod writer;
 
+pub use adopt::{adopt, remove_staging, staging_location, StagedPart};
 pub use destination::check_destination;
 pub use manifest::{manifest_location, relative_name, Manifest};
 pub use temporaries::remove_stale_local;

@@ -138,6 +138,17 @@ impl Storage {
         }
     }
 
+    /// Copies `from` to `to`, replacing `to` (a server-side copy).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn copy(&self, from: &Location, to: &Location) -> Result<()> {
+        let (store, src) = self.remote(from)?;
+        let (_, dst) = self.remote(to)?;
+        self.block_on(store.copy(&src, &dst))
+            .map_err(|e| s3_error(e, to))
+    }
+
     /// Refuses to publish to a bucket whose store ignores conditional
     /// writes (issue 32, item 4): kanon's publication without
     /// `--overwrite` and every Delta commit rely on `If-None-Match: *`, so

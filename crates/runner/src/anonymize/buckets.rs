@@ -23,7 +23,7 @@ use kanon_io::spill::Spill;
 const PARTITION_WINDOW: usize = 8;
 
 /// Pass 2's buckets, in memory then spilled.
-pub(super) struct ReleaseBuckets {
+pub(crate) struct ReleaseBuckets {
     schema: SchemaRef,
     /// The bucket of every group.
     bucket_of: Vec<usize>,
@@ -44,7 +44,7 @@ pub(super) struct ReleaseBuckets {
 
 impl ReleaseBuckets {
     /// The buckets of `releaser`'s release, held within `budget` bytes.
-    pub(super) fn new(releaser: &Releaser, budget: u64, buffer_rows: u64) -> Self {
+    pub(crate) fn new(releaser: &Releaser, budget: u64, buffer_rows: u64) -> Self {
         let sort_rows = releaser.bucket_rows();
         ReleaseBuckets {
             schema: releaser.schema().clone(),

@@ -33,11 +33,12 @@
 //! `buckets` and `buffer` (where released rows wait for their turn), and
 //! `report` (what the run prints, logs and records).
 
-mod buckets;
-mod buffer;
+pub(crate) mod buckets;
+pub(crate) mod buffer;
+mod on_workers;
 mod pass_one;
-mod pass_two;
-mod plan;
+pub(crate) mod pass_two;
+pub(crate) mod plan;
 mod report;
 
 use pass_one::{NothingNew, PassOne};
@@ -122,6 +123,9 @@ pub fn run(args: &AnonymizeArgs, ui: &Ui) -> Result<ExitCode> {
     let mut phases = Phases::start();
     let mut plan = Plan::new(args)?;
     let executor = args.workers.executor()?;
+    if on_workers::applies(args, &plan) {
+        return on_workers::run(args, plan, ui, start);
+    }
     let spec = plan.job.spec();
     let leave_out = plan.leave_out()?;
     let first = match PassOne::read(&plan, leave_out.as_ref(), ui) {

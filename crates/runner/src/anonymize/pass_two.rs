@@ -20,12 +20,12 @@ use kanon_io::publish::Publisher;
 use kanon_io::release::ReleaseOptions;
 
 /// Rows of a spilled bucket, sorted in memory at once (`output.buffer_rows`).
-const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
+pub(crate) const DEFAULT_BUFFER_ROWS: u64 = 2_000_000;
 
 /// Rows per batch handed to the release writer, at most: a bucket's rows
 /// (about `buffer::SORT_ROWS`) go in batches of their own, and the buckets
 /// are the same whatever the memory, so the file's bytes are too.
-const WRITE_ROWS: usize = 65_536;
+pub(crate) const WRITE_ROWS: usize = 65_536;
 
 /// Pass 2: every column, recoded batch by batch, put in release order,
 /// checked by its published labels and written (not yet committed).

@@ -18,7 +18,7 @@ use kanon_io::storage::{Location, Storage};
 
 /// Bytes of released rows held in memory before pass 2 spills
 /// (`output.buffer_memory`).
-const DEFAULT_BUFFER_BYTES: u64 = 2 << 30;
+pub(crate) const DEFAULT_BUFFER_BYTES: u64 = 2 << 30;
 
 /// What a job reads: stored files, or a table in memory.
 #[derive(Debug)]
@@ -127,6 +127,11 @@ impl Plan {
             .as_deref()
             .map(|s| parse_size("output.max_file_size", s))
             .transpose()?;
+        // Workers that write their own parts (a full-domain algorithm on
+        // `--workers`) publish a directory of parts.
+        let by_workers = !args.workers.workers.is_empty()
+            && kanon_engine::counts::ALGORITHMS.contains(&spec.algorithm.name.as_str());
+        let max_file_bytes = max_file_bytes.or(by_workers.then_some(u64::MAX));
         let delta = DeltaOutput::of_spec(&spec.output, &output, args.overwrite)?;
         // A single-file release's manifest lies beside it, outside the
         // release's own path.

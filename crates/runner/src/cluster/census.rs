@@ -255,6 +255,65 @@ impl<'a> Merge<'a> {
     }
 }
 
+/// The census of the dataset at `location` (read with `storage_spec`'s
+/// settings, as `input` says) by the cluster's workers: the coordinator
+/// lists its files without opening any, the workers count their shares,
+/// and the shares are merged one by one as they are decoded. `what` is the
+/// progress line.
+///
+/// # Errors
+/// A listing that fails; a worker that fails or is lost (named); shares
+/// with other columns.
+#[allow(clippy::too_many_arguments)]
+pub fn gather(
+    cluster: &kanon_datafusion::distributed::Cluster,
+    storage_spec: &StorageSpec,
+    storage: &Storage,
+    location: &Location,
+    input: &kanon_engine::spec::InputSpec,
+    spec: &JobSpec,
+    ui: &kanon_io::ops::Ui,
+    what: &str,
+) -> Result<Census> {
+    let files = kanon_io::dataset::parquet_files(storage, location, input)?;
+    let tasks = tasks(storage_spec, location, files, spec, cluster.tasks_per_run());
+    gather_tasks(cluster, location, &tasks, ui, what)
+}
+
+/// [`gather`] with the tasks made: each share's files are those of its
+/// task.
+///
+/// # Errors
+/// As [`gather`].
+pub fn gather_tasks(
+    cluster: &kanon_datafusion::distributed::Cluster,
+    location: &Location,
+    tasks: &[CensusTask],
+    ui: &kanon_io::ops::Ui,
+    what: &str,
+) -> Result<Census> {
+    let payloads = tasks
+        .iter()
+        .map(|t| t.to_bytes())
+        .collect::<Result<Vec<_>>>()?;
+    let spinner = ui.bar(what, None);
+    let cancel = kanon_io::ops::cancellation();
+    let results = cluster
+        .run_tasks(KIND, payloads, &cancel)
+        .context("the workers did not count the table; nothing was measured")?;
+    spinner.finish_and_clear();
+    let mut merge = Merge::new(location);
+    for (i, bytes) in results.into_iter().enumerate() {
+        let worker = cluster.workers()[i % cluster.workers().len()].to_string();
+        let share: Census = postcard::from_bytes(&bytes).with_context(|| {
+            format!("a census from {worker} is not readable (a worker of another kanon version?)")
+        })?;
+        drop(bytes);
+        merge.add(worker, share)?;
+    }
+    Ok(merge.finish())
+}
+
 /// The tasks of a census of `files` on `tasks` workers: the files spread
 /// so that each share holds about the same bytes (the largest file first
 /// to the lightest share; ties by name), each share's files in name order.
@@ -294,6 +353,11 @@ pub fn tasks(
 }
 
 impl CensusTask {
+    /// The files of the share, in the order they are read.
+    pub fn files(&self) -> &[String] {
+        &self.files
+    }
+
     /// The task's bytes.
     ///
     /// # Errors

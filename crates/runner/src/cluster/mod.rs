@@ -9,6 +9,8 @@
 
 #[cfg(feature = "distributed")]
 pub mod census;
+#[cfg(feature = "distributed")]
+pub mod part;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -190,7 +192,9 @@ pub fn run_worker(args: &WorkerArgs, ui: &Ui) -> Result<ExitCode> {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
         };
-        let tasks = kanon_datafusion::distributed::Tasks::default().with(census::KIND, census::run);
+        let tasks = kanon_datafusion::distributed::Tasks::default()
+            .with(census::KIND, census::run)
+            .with(part::KIND, part::run);
         kanon_datafusion::distributed::serve(listener, tasks, stop)
             .await
             .map_err(|e| anyhow::anyhow!("kanon worker on {addr}: {e}"))
