@@ -275,23 +275,16 @@ impl<'a> Publisher<'a> {
             Target::Parquet(dest) => dest.clone(),
             Target::Delta(_, table) => table.location.clone(),
         };
-        let mut certificate = certificate.clone();
-        certificate.files = writer
-            .files()
-            .iter()
-            .zip(writer.file_sizes())
-            .zip(writer.file_hashes())
-            .map(|((l, &(rows, _)), sha256)| CertifiedFile {
-                path: relative_name(&root, l),
-                rows,
-                sha256: sha256.clone(),
-            })
-            .collect();
-        // Signed last: the signature vouches for the files' hashes too.
-        if let Some(key) = crate::signing::signing_key()? {
-            crate::signing::sign(&mut certificate, &key);
-        }
-        let certificate = &certificate;
+        let certificate = &certify(
+            certificate,
+            &root,
+            writer
+                .files()
+                .iter()
+                .zip(writer.file_sizes())
+                .zip(writer.file_hashes())
+                .map(|((l, &(rows, _)), sha256)| (l, rows, sha256.as_str())),
+        )?;
         match target {
             Target::Parquet(dest) => {
                 let files: Vec<(Location, u64, u64, String)> = writer
@@ -363,6 +356,83 @@ impl<'a> Publisher<'a> {
             }
         }
     }
+}
+
+/// `certificate` vouching for every file by its path relative to `root`
+/// (the release, or the table's root), its rows and its hash, then signed
+/// with `KANON_SIGNING_KEY` when set (last: the signature covers the
+/// hashes).
+///
+/// # Errors
+/// A malformed signing key.
+pub(crate) fn certify<'l>(
+    certificate: &Certificate,
+    root: &Location,
+    files: impl Iterator<Item = (&'l Location, u64, &'l str)>,
+) -> Result<Certificate> {
+    let mut certificate = certificate.clone();
+    certificate.files = files
+        .map(|(l, rows, sha256)| CertifiedFile {
+            path: relative_name(root, l),
+            rows,
+            sha256: sha256.to_string(),
+        })
+        .collect();
+    if let Some(key) = crate::signing::signing_key()? {
+        crate::signing::sign(&mut certificate, &key);
+    }
+    Ok(certificate)
+}
+
+/// Commits parts that other processes wrote into the table's data
+/// directory (workers, issue 35) as one Delta version carrying
+/// `certificate` (its files filled in, signed when a key is set), under
+/// the table's history `policy`. The caller verified the release the parts
+/// hold and compared their hashes; without an input fingerprint there is
+/// no idempotence key, so every run commits.
+///
+/// # Errors
+/// As [`crate::delta::commit`]. The parts are not removed: the caller
+/// removes them (they are under its run's prefix).
+pub fn commit_parts(
+    storage: &Storage,
+    output: &DeltaOutput,
+    table: &Table,
+    schema: &SchemaRef,
+    parts: &[crate::release::StagedPart],
+    certificate: &Certificate,
+    policy: &crate::delta::series::Policy,
+) -> Result<Outcome> {
+    let certificate = certify(
+        certificate,
+        &table.location,
+        parts
+            .iter()
+            .map(|p| (&p.location, p.rows, p.sha256.as_str())),
+    )?;
+    let written: Vec<WrittenFile> = parts
+        .iter()
+        .map(|p| WrittenFile {
+            location: p.location.clone(),
+            rows: p.rows,
+            bytes: p.bytes,
+        })
+        .collect();
+    barrier("delta-commit")?;
+    check_interrupt()?;
+    crate::delta::commit(
+        storage,
+        table,
+        output,
+        schema,
+        &written,
+        &certificate,
+        None,
+        crate::delta::series::Series {
+            policy,
+            people: None,
+        },
+    )
 }
 
 /// The data files of a Delta release, completed in place and not yet

@@ -595,6 +595,9 @@ fn inspect_on_workers_refuses_what_it_cannot_count_there() {
     assert!(stderr(&o).contains("--qi or --config"), "{}", show(&o));
 }
 
+/// The coordinator's signing key in the tests of workers that write.
+const SIGNING_KEY: &str = "9f8e7d6c5b4a39281706f5e4d3c2b1a0ffeeddccbbaa99887766554433221100";
+
 /// The Adult job with a full-domain algorithm (`incognito`): what the
 /// workers read and write themselves (issue 35).
 fn full_domain_job(dir: &Path) -> std::path::PathBuf {
@@ -661,6 +664,7 @@ fn incognito_on_two_workers_is_read_and_written_there_and_is_the_single_machine_
     let there = run(m
         .kanon()
         .env("AWS_ACCESS_KEY_ID", COORDINATOR_KEY)
+        .env("KANON_SIGNING_KEY", SIGNING_KEY)
         .args(["anonymize", "-c"])
         .arg(&job)
         .args(["-i", "s3://lake/adult/", "-o", "s3://lake/release/"])
@@ -683,11 +687,19 @@ fn incognito_on_two_workers_is_read_and_written_there_and_is_the_single_machine_
         release_rows(&m, "lake", "release/") == expected,
         "the release of the workers is not the single machine's"
     );
-    // It is a checked release: manifest, certificate, `_SUCCESS`.
+    // It is a checked release: manifest, certificate (signed, its files'
+    // hashes in it), `_SUCCESS`.
+    let public = stdout(&there)
+        .split("signed by Ed25519 key ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no signing key in {}", show(&there)))
+        .to_string();
     let verify = run(m
         .kanon()
         .args(["verify", "-c"])
         .arg(&job)
+        .args(["--trusted-key", &public])
         .args(["--input", "s3://lake/release/"]));
     assert!(verify.status.success(), "{}", show(&verify));
     let keys = m.keys("lake", "");
@@ -786,4 +798,71 @@ fn full_domain_jobs_the_workers_cannot_plan_from_counts_are_refused_by_setting()
     let err = stderr(&o);
     assert!(err.contains("diversity") && err.contains("counts"), "{err}");
     assert!(ls(dir.path()) == ["job.toml"], "{:?}", ls(dir.path()));
+}
+
+#[test]
+fn incognito_on_two_workers_commits_one_delta_version_with_every_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let Some(m) = Moto::start_logged(&log) else {
+        return;
+    };
+    let parts = adult_in_the_lake(&m);
+    let job = full_domain_job(dir.path());
+    let creds = [
+        ("AWS_ACCESS_KEY_ID", WORKER_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let (a, b) = (Worker::start_with(&creds), Worker::start_with(&creds));
+    let delta = |c: &mut std::process::Command| {
+        c.args(["anonymize", "-c"])
+            .arg(&job)
+            .args(["-i", "s3://lake/adult/", "-o", "s3://lake/table/"])
+            .args(["--set", "output.format=delta"])
+            .args(["--workers", &format!("{},{}", a.url, b.url)]);
+    };
+    let mut c = m.kanon();
+    c.env("AWS_ACCESS_KEY_ID", COORDINATOR_KEY);
+    delta(&mut c);
+    let o = run(&mut c);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(stdout(&o).contains("version 0"), "{}", show(&o));
+    // One version, whose files are the single machine's rows.
+    let keys = m.keys("lake", "table/");
+    let logs: Vec<&String> = keys.iter().filter(|k| k.contains("_delta_log/")).collect();
+    assert_eq!(logs.len(), 1, "{keys:?}");
+    let single = dir.path().join("single.parquet");
+    let here = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(parts.path())
+        .arg("-o")
+        .arg(&single));
+    assert!(here.status.success(), "{}", show(&here));
+    assert!(
+        release_rows(&m, "lake", "table/") == sorted_rows(&read_parquet(&single)),
+        "the table's rows are not the single machine's release"
+    );
+    let verify = run(m
+        .kanon()
+        .args(["verify", "-c"])
+        .arg(&job)
+        .args(["--input", "s3://lake/table/"]));
+    assert!(verify.status.success(), "{}", show(&verify));
+    // The table now has readable rows: a second run is refused before any
+    // work (the job accepts no unchecked series), and adds nothing.
+    let mut c = m.kanon();
+    delta(&mut c);
+    let again = run(&mut c);
+    assert!(!again.status.success(), "{}", show(&again));
+    assert_eq!(m.keys("lake", "table/"), keys);
+    let log = std::fs::read_to_string(&log).unwrap();
+    for line in log.lines().filter(|l| l.starts_with(COORDINATOR_KEY)) {
+        assert!(
+            !line.contains("/lake/adult/part-"),
+            "the coordinator touched a data file: {line}\n{log}"
+        );
+    }
 }

@@ -13,6 +13,9 @@ use super::temporaries::tmp_prefix;
 use crate::certificate::Certificate;
 use crate::storage::{Location, Storage};
 
+/// Parts copied into place at once on S3.
+const COPIES: usize = 16;
+
 /// A part written by another process, as it reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StagedPart {
@@ -76,7 +79,8 @@ pub fn remove_staging(storage: &Storage, staging: &Location) -> Vec<Location> {
 }
 
 /// Publishes `parts` (all under `staging`) as the split release at `dest`,
-/// with the manifest carrying `certificate`: each part keeps its name, the
+/// with the manifest carrying `certificate` (its files filled in, and
+/// signed with `KANON_SIGNING_KEY` when set): each part keeps its name, the
 /// manifest and `_SUCCESS` are written last. Without `overwrite` an
 /// existing release is refused (exit 5), also when one appears meanwhile.
 /// The staging prefix is removed once the release is in place. Call only
@@ -105,6 +109,11 @@ pub fn adopt(
         .zip(&files)
         .map(|(p, f)| (f.clone(), p.rows, p.bytes, p.sha256.clone()))
         .collect();
+    let certificate = crate::publish::certify(
+        &certificate,
+        dest,
+        listed.iter().map(|(l, rows, _, h)| (l, *rows, h.as_str())),
+    )?;
     let manifest = Manifest::new(dest, &listed, certificate).to_bytes();
     match dest {
         Location::Local(dest_path) => {
@@ -149,17 +158,45 @@ pub fn adopt(
             let _ = std::fs::remove_dir_all(staging_path);
         }
         Location::S3 { .. } => {
-            for (i, (p, to)) in parts.iter().zip(&files).enumerate() {
-                let copied = match overwrite {
-                    true => storage.copy(&p.location, to),
-                    false => storage.copy_if_not_exists(&p.location, to),
-                };
-                if let Err(e) = copied {
-                    for l in &files[..i] {
-                        let _ = storage.delete(l);
+            // Server-side copies, COPIES at a time: a release of hundreds
+            // of parts is in place in a few rounds.
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let copied: Vec<Result<()>> = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..COPIES.min(parts.len()))
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut done = Vec::new();
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let (Some(p), Some(to)) = (parts.get(i), files.get(i)) else {
+                                    return done;
+                                };
+                                let r = match overwrite {
+                                    true => storage.copy(&p.location, to),
+                                    false => storage.copy_if_not_exists(&p.location, to),
+                                };
+                                done.push((i, r));
+                            }
+                        })
+                    })
+                    .collect();
+                let mut all: Vec<(usize, Result<()>)> = workers
+                    .into_iter()
+                    .flat_map(|w| w.join().unwrap_or_default())
+                    .collect();
+                all.sort_by_key(|(i, _)| *i);
+                all.into_iter().map(|(_, r)| r).collect()
+            });
+            if copied.len() != parts.len() || copied.iter().any(Result::is_err) {
+                // Take back every copy that landed; name the first failure.
+                for (to, r) in files.iter().zip(&copied) {
+                    if r.is_ok() {
+                        let _ = storage.delete(to);
                     }
-                    return Err(e);
                 }
+                return Err(copied.into_iter().find_map(Result::err).unwrap_or_else(|| {
+                    anyhow::anyhow!("a copy of a part did not finish (a bug in kanon)")
+                }));
             }
             let markers = [dest.join(MANIFEST), dest.join(SUCCESS)];
             if overwrite {

@@ -30,9 +30,9 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use super::plan::{Input, Plan};
+use super::plan::Plan;
 use super::AnonymizeArgs;
 use kanon_io::ops::Ui;
 
@@ -63,14 +63,21 @@ mod distributed {
     use kanon_engine::privacy::Privacy;
     use kanon_engine::spec::{NullPolicy, Role};
     use kanon_io::certificate::{Certificate, InputIdentity};
+    use kanon_io::delta::series::Policy;
     use kanon_io::exit::Failure;
     use kanon_io::ops::{barrier, check_interrupt, SpinnerProgress};
     use kanon_io::release::{adopt, remove_staging, staging_location, StagedPart};
     use kanon_io::storage::Location;
 
     use super::*;
+    use crate::anonymize::plan::Input;
     use crate::cluster::census::{self, Census};
     use crate::cluster::part::{self, PartOptions, PartPlan, PartReport, PartTask, WITHHELD};
+    use anyhow::Context;
+
+    /// The size of the parts the workers write, unless the job sets
+    /// `output.max_file_size`.
+    const PART_BYTES: u64 = 256 << 20;
 
     /// Refuses, before any work, what a run from counts cannot do yet.
     fn refuse(what: &str) -> anyhow::Error {
@@ -97,9 +104,6 @@ mod distributed {
                 ))
             }
         };
-        if plan.delta.is_some() {
-            return Err(refuse("Delta releases are written by one process for now (set output.format = \"parquet\")"));
-        }
         if spec.entity_column().is_some() {
             return Err(refuse("privacy.entity counts a person's rows across every file, which one worker does not see"));
         }
@@ -121,9 +125,23 @@ mod distributed {
             .workers
             .cluster()?
             .ok_or_else(|| anyhow::anyhow!("--workers names no worker"))?;
-        // A release of several workers is a directory of parts (the plan
-        // made it one).
-        plan.refuse_parquet_series(None)?;
+        // A Delta table: refused before any work when its readable
+        // versions would make the release a series nobody checks. A
+        // Parquet release of several workers is a directory of parts (the
+        // plan made it one), and no series either.
+        match &plan.delta {
+            Some((d, table)) => {
+                if let kanon_io::delta::Prepared::AlreadyReleased { version } =
+                    kanon_io::delta::prepare(&plan.storage, table, d, None)?
+                {
+                    anyhow::bail!("{} already holds this release (version {version}) without an idempotence key (a bug in kanon)", d.location);
+                }
+                if let Some(policy @ Policy::Refused) = &plan.series {
+                    kanon_io::delta::series::before_work(&plan.storage, table, policy)?;
+                }
+            }
+            None => plan.refuse_parquet_series(None)?,
+        }
 
         // 1. The census.
         let qis: Vec<String> = spec.quasi_identifiers().map(|a| a.name.clone()).collect();
@@ -187,13 +205,27 @@ mod distributed {
         );
 
         // 3. The parts, staged beside the release.
+        // Parquet parts wait beside the release; a Delta table's go to a
+        // prefix of the run in its data directory, where the commit
+        // references them (no copy) and nothing else ever does.
         let token = kanon_io::delta::run_token();
-        let staging = staging_location(&plan.output, &token);
+        let staging = match &plan.delta {
+            Some((d, _)) => d.data_dir().join(&format!("kanon-run-{token}")),
+            None => staging_location(&plan.output, &token),
+        };
         let options = PartOptions {
             row_group_rows: plan.options.row_group_rows,
             zstd_level: plan.options.zstd_level,
-            max_file_bytes: plan.options.max_file_bytes.filter(|&b| b < u64::MAX),
-            buffer_memory: plan.buffer_memory,
+            // Parts of about 256 MB unless the job says otherwise.
+            max_file_bytes: Some(
+                plan.options
+                    .max_file_bytes
+                    .filter(|&b| b < u64::MAX)
+                    .unwrap_or(PART_BYTES),
+            ),
+            // The buffer is the worker's: its tasks run at once.
+            buffer_memory: plan.buffer_memory
+                / shares.len().div_ceil(cluster.workers().len()).max(1) as u64,
             metadata: vec![("kanon.algorithm".into(), spec.algorithm.name.clone())],
         };
         let tasks: Vec<PartTask> = shares
@@ -210,10 +242,10 @@ mod distributed {
                 options: options.clone(),
             })
             .collect();
-        let committed = stage(&plan, &cluster, &tasks, &staging, ui, |reports| {
+        let committed = stage(&plan, &cluster, &tasks, &staging, &token, ui, |reports| {
             verify_reports(&census, &part_plan, &expected, reports, &privacy)
         })
-        .and_then(|Staged { parts, verified, parts_s, workers }| {
+        .and_then(|Staged { parts, verified, parts_s, workers, schema }| {
             // Every artefact is written before the commit, and taken back
             // when the release is not published.
             let metrics = match &args.metrics_json {
@@ -249,8 +281,8 @@ mod distributed {
             );
             let published = barrier("before-commit")
                 .and_then(|()| check_interrupt())
-                .and_then(|()| {
-                    adopt(
+                .and_then(|()| match &plan.delta {
+                    None => adopt(
                         &plan.storage,
                         &parts,
                         &staging,
@@ -258,9 +290,30 @@ mod distributed {
                         certificate,
                         plan.options.overwrite,
                     )
+                    .map(|files| (files, None)),
+                    Some((d, table)) => {
+                        let policy = plan.series.as_ref().unwrap_or(&Policy::Refused);
+                        match kanon_io::publish::commit_parts(
+                            &plan.storage,
+                            d,
+                            table,
+                            &schema,
+                            &parts,
+                            &certificate,
+                            policy,
+                        )? {
+                            kanon_io::delta::Outcome::Committed { version } => Ok((
+                                parts.iter().map(|p| p.location.clone()).collect(),
+                                Some(version),
+                            )),
+                            kanon_io::delta::Outcome::AlreadyReleased { version } => {
+                                anyhow::bail!("{} already holds this release (version {version}) without an idempotence key (a bug in kanon)", d.location)
+                            }
+                        }
+                    }
                 });
             match published {
-                Ok(files) => Ok((files, verified)),
+                Ok((files, version)) => Ok((files, verified, version)),
                 Err(e) => {
                     if let Some(m) = metrics {
                         m.remove();
@@ -269,7 +322,7 @@ mod distributed {
                 }
             }
         });
-        let (files, verified) = match committed {
+        let (files, verified, delta_version) = match committed {
             Ok(p) => p,
             Err(e) => {
                 let left = remove_staging(&plan.storage, &staging);
@@ -298,10 +351,21 @@ mod distributed {
                 verified.excluded_rows
             );
             outln!(
-                "  timings       census {:.2} s, total {:.2} s",
+                "  timings       census {:.2} s, plan {:.2} s, total {:.2} s",
                 read_s,
+                plan_s,
                 start.elapsed().as_secs_f64()
             );
+            if let (Some((d, _)), Some(version)) = (&plan.delta, delta_version) {
+                outln!(
+                    "  Delta table   {} version {version} ({})",
+                    d.location,
+                    d.mode.name()
+                );
+            }
+            if let Some(key) = &plan.signed_by {
+                outln!("  signed        certificate signed by Ed25519 key {key} (kanon verify --trusted-key {key})");
+            }
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -481,6 +545,64 @@ mod distributed {
         )?)
     }
 
+    /// The parts' schema: the same columns from every worker that wrote.
+    fn parts_schema(reports: &[PartReport]) -> Result<arrow::datatypes::SchemaRef> {
+        let mut wrote = reports.iter().filter(|r| !r.columns.is_empty());
+        let Some(first) = wrote.next() else {
+            return Ok(Arc::new(Schema::empty()));
+        };
+        if wrote.any(|r| r.columns != first.columns) {
+            anyhow::bail!("the workers wrote parts of different columns (workers of different kanon versions?)");
+        }
+        let fields = first
+            .columns
+            .iter()
+            .map(|c| {
+                let t: DataType = c.data_type.parse().map_err(|e| {
+                    anyhow::anyhow!("column `{}` has a type kanon cannot name ({e})", c.name)
+                })?;
+                Ok(Field::new(&c.name, t, c.nullable))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(Schema::new(fields)))
+    }
+
+    /// Reads the parts back, without reading the release through this
+    /// process: every part's footer (together they must hold the rows the
+    /// workers reported), and one part, chosen by the run's token, whole
+    /// (its bytes must hash as its worker said).
+    fn spot_check(
+        storage: &kanon_io::storage::Storage,
+        staging: &Location,
+        parts: &[StagedPart],
+        rows: u64,
+        token: &str,
+    ) -> Result<()> {
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let locations: Vec<Location> = parts.iter().map(|p| p.location.clone()).collect();
+        let back = kanon_io::dataset::Dataset::open_files(storage, staging, &locations)
+            .context("the parts the workers wrote cannot be read back")?;
+        if back.rows != Some(rows) {
+            anyhow::bail!(
+                "the parts' footers hold {:?} rows, the workers reported {rows}",
+                back.rows
+            );
+        }
+        let pick = u64::from_str_radix(&token[..token.len().min(12)], 16).unwrap_or(0) as usize
+            % parts.len();
+        let part = &parts[pick];
+        let found = kanon_io::certificate::file_sha256(storage, &part.location)?;
+        if found != part.sha256 {
+            anyhow::bail!(
+                "{} does not hold the bytes its worker wrote (its hash differs)",
+                part.location
+            );
+        }
+        Ok(())
+    }
+
     /// The parts of a release, written, reported, verified and read back.
     struct Staged {
         parts: Vec<StagedPart>,
@@ -489,6 +611,8 @@ mod distributed {
         parts_s: f64,
         /// Per task: its worker, rows, parts, bytes and seconds.
         workers: Vec<serde_json::Value>,
+        /// The parts' schema, as every worker reported it.
+        schema: arrow::datatypes::SchemaRef,
     }
 
     /// Runs the part tasks, verifies their reports with `verify`, and reads
@@ -498,6 +622,7 @@ mod distributed {
         cluster: &kanon_datafusion::distributed::Cluster,
         tasks: &[PartTask],
         staging: &Location,
+        token: &str,
         ui: &Ui,
         verify: impl FnOnce(&[PartReport]) -> Result<kanon_engine::verify::Verified>,
     ) -> Result<Staged> {
@@ -526,19 +651,12 @@ mod distributed {
         let verified = verify(&reports)?;
         let mut parts = Vec::new();
         for r in &reports {
-            for (i, (l, rows, bytes, sha256)) in r.parts.iter().enumerate() {
+            for (l, rows, bytes, sha256) in &r.parts {
                 let location = Location::parse(l)?;
                 if !location.to_string().starts_with(&staging.to_string()) {
                     anyhow::bail!(
                         "a worker wrote {location}, outside the staging prefix {staging}"
                     );
-                }
-                // Spot check: the first part of every worker, read back.
-                if i == 0 {
-                    let found = kanon_io::certificate::file_sha256(&plan.storage, &location)?;
-                    if &found != sha256 {
-                        anyhow::bail!("{location} does not hold the bytes its worker wrote (its hash differs)");
-                    }
                 }
                 parts.push(StagedPart {
                     location,
@@ -555,6 +673,7 @@ mod distributed {
                 verified.published_rows
             );
         }
+        spot_check(&plan.storage, staging, &parts, written, token)?;
         let workers = reports
             .iter()
             .enumerate()
@@ -569,11 +688,13 @@ mod distributed {
                 })
             })
             .collect();
+        let schema = parts_schema(&reports)?;
         Ok(Staged {
             parts,
             verified,
             parts_s,
             workers,
+            schema,
         })
     }
 }

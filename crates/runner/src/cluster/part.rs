@@ -103,6 +103,8 @@ pub struct PartReport {
     pub parts: Vec<(String, u64, u64, String)>,
     /// Seconds reading the QIs, then recoding and writing.
     pub seconds: (f64, f64),
+    /// The parts' columns (a Delta commit declares them).
+    pub columns: Vec<crate::cluster::census::ColumnInfo>,
 }
 
 impl PartTask {
@@ -239,6 +241,15 @@ fn write(task: &PartTask, cancel: &Cancellation) -> Result<PartReport> {
         crate::anonymize::buffer::SORT_ROWS.min(buffer_rows),
     )?;
     let schema = releaser.schema().clone();
+    report.columns = schema
+        .fields()
+        .iter()
+        .map(|f| crate::cluster::census::ColumnInfo {
+            name: f.name().clone(),
+            data_type: f.data_type().to_string(),
+            nullable: f.is_nullable(),
+        })
+        .collect();
     let store = ReleaseBuckets::new(&releaser, task.options.buffer_memory, buffer_rows);
     let mut release = Release::new(releaser, store);
     for b in dataset.scan(&storage, None, false) {
