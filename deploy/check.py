@@ -196,6 +196,26 @@ def check_distributed(out: pathlib.Path) -> None:
     need(volumes["job"]["configMap"]["name"] == config_map["metadata"]["name"], f"{name}: job volume")
 
 
+def check_worker_pod(name: str, what: str, pod: dict, secret: str) -> dict:
+    """Checks a Deployment's pod of `kanon worker`s holding the Secret
+    `secret` and no other credential; returns its container."""
+    spec = pod["spec"]
+    need(spec["securityContext"]["runAsNonRoot"] is True, f"{name}: the {what} must run as non-root")
+    need(spec.get("automountServiceAccountToken") is False, f"{name}: the {what} need no service-account token")
+    (container,) = spec["containers"]
+    argv = [*container.get("command", []), *container.get("args", [])]
+    need(argv[1:4] == ["worker", "--listen", "0.0.0.0:50051"], f"{name}: the {what} must run `kanon worker`, not {argv}")
+    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
+    need(secrets == [secret], f"{name}: the {what} get the Secret {secret} and no other, not {secrets}")
+    need(
+        not any("valueFrom" in e for e in container.get("env", []))
+        and not any("secret" in v or "projected" in v for v in spec.get("volumes", [])),
+        f"{name}: the {what} get no other credentials",
+    )
+    need("memory" in container["resources"]["limits"], f"{name}: the {what} need a memory limit")
+    return container
+
+
 def check_census(out: pathlib.Path) -> None:
     name = "census.yaml"
     docs = [d for d in yaml.safe_load_all((DEPLOY / "k8s/census.yaml").read_text()) if d]
@@ -208,20 +228,7 @@ def check_census(out: pathlib.Path) -> None:
     read_key = "kanon-s3-read"
 
     reader_pod = kinds["Deployment"]["spec"]["template"]
-    reader = reader_pod["spec"]
-    need(reader["securityContext"]["runAsNonRoot"] is True, f"{name}: the readers must run as non-root")
-    need(reader.get("automountServiceAccountToken") is False, f"{name}: the readers need no service-account token")
-    (container,) = reader["containers"]
-    argv = [*container.get("command", []), *container.get("args", [])]
-    need(argv[1:4] == ["worker", "--listen", "0.0.0.0:50051"], f"{name}: the readers must run `kanon worker`, not {argv}")
-    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
-    need(secrets == [read_key], f"{name}: the readers get the read-only Secret {read_key} and no other, not {secrets}")
-    need(
-        not any("valueFrom" in e for e in container.get("env", []))
-        and not any("secret" in v or "projected" in v for v in reader.get("volumes", [])),
-        f"{name}: the readers get no other credentials",
-    )
-    need("memory" in container["resources"]["limits"], f"{name}: the readers need a memory limit")
+    check_worker_pod(name, "readers", reader_pod, read_key)
 
     service = kinds["Service"]
     need(service["spec"].get("clusterIP") == "None", f"{name}: the Service must be headless")
@@ -282,15 +289,7 @@ def check_scale_out(out: pathlib.Path) -> None:
     key = "kanon-s3"
 
     writer_pod = kinds["Deployment"]["spec"]["template"]
-    writer = writer_pod["spec"]
-    need(writer["securityContext"]["runAsNonRoot"] is True, f"{name}: the writers must run as non-root")
-    need(writer.get("automountServiceAccountToken") is False, f"{name}: the writers need no service-account token")
-    (container,) = writer["containers"]
-    argv = [*container.get("command", []), *container.get("args", [])]
-    need(argv[1:4] == ["worker", "--listen", "0.0.0.0:50051"], f"{name}: the writers must run `kanon worker`, not {argv}")
-    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
-    need(secrets == [key], f"{name}: the writers get the Secret {key} and no other, not {secrets}")
-    need("memory" in container["resources"]["limits"], f"{name}: the writers need a memory limit")
+    container = check_worker_pod(name, "writers", writer_pod, key)
     mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
     need("/tmp" in mounts, f"{name}: the writers need a writable /tmp to spill to (read-only root)")
 

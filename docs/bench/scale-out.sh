@@ -75,6 +75,8 @@ PY
 # The job: the bundled Adult job with incognito.
 sed -e 's/^name = "cover"/name = "incognito"/' -e '/^windows/d' \
     -e "s#\"data/adult/#\"$ROOT/data/adult/#" configs/adult.toml >"$DIR/job.toml"
+# The generated extra columns are published as they are.
+printf '\n[columns]\nunlisted = "insensitive"\n' >>"$DIR/job.toml"
 
 printf 'workers\tprocess\twall_s\tcpu_s\trss_MiB\tread_MB\twritten_MB\tphases\n'
 for w in $WORKERS; do
@@ -88,7 +90,8 @@ for w in $WORKERS; do
         until grep -q listening "$out" 2>/dev/null; do sleep 0.1; done
         urls+=("$(sed -n 's/^kanon worker listening on //p' "$out")")
     done
-    args=()
+    # One process alone writes a directory of parts of the workers' size.
+    args=(--max-file-size 256MB)
     [ "$w" -gt 0 ] && args=(--workers "$(IFS=,; echo "${urls[*]}")")
     mark=$(wc -l <"$log")
     AWS_ACCESS_KEY_ID=AKIABENCHCOORDINATOR /usr/bin/time -v "$KANON" -q anonymize -c "$DIR/job.toml" \

@@ -646,21 +646,53 @@ fn release_rows(m: &Moto, bucket: &str, prefix: &str) -> Vec<String> {
     rows
 }
 
+/// Bundled Adult in the lake (`s3://lake/adult/`, four parts, also in
+/// `parts` on disk) and two workers reading it with their own key, `b`
+/// with `b_env` besides.
+struct Lake {
+    m: Moto,
+    parts: tempfile::TempDir,
+    a: Worker,
+    b: Worker,
+}
+
+impl Lake {
+    fn start(log: Option<&Path>, b_env: &[(&str, &str)]) -> Option<Lake> {
+        let m = match log {
+            Some(log) => Moto::start_logged(log)?,
+            None => Moto::start()?,
+        };
+        let parts = adult_in_the_lake(&m);
+        let creds = [
+            ("AWS_ACCESS_KEY_ID", WORKER_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET),
+            ("AWS_REGION", "us-east-1"),
+        ];
+        let a = Worker::start_with(&creds);
+        let b = Worker::start_with(&[&creds[..], b_env].concat());
+        Some(Lake { m, parts, a, b })
+    }
+}
+
+/// Asserts that the coordinator's requests in the store's `log` touch no
+/// data file of the input (`s3://lake/adult/part-*`).
+fn assert_coordinator_opened_no_input_file(log: &str) {
+    for line in log.lines().filter(|l| l.starts_with(COORDINATOR_KEY)) {
+        assert!(
+            !line.contains("/lake/adult/part-"),
+            "the coordinator touched a data file: {line}\n{log}"
+        );
+    }
+}
+
 #[test]
 fn incognito_on_two_workers_is_read_and_written_there_and_is_the_single_machine_release() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("requests.log");
-    let Some(m) = Moto::start_logged(&log) else {
+    let Some(Lake { m, parts, a, b }) = Lake::start(Some(&log), &[]) else {
         return;
     };
-    let parts = adult_in_the_lake(&m);
     let job = full_domain_job(dir.path());
-    let creds = [
-        ("AWS_ACCESS_KEY_ID", WORKER_KEY),
-        ("AWS_SECRET_ACCESS_KEY", SECRET),
-        ("AWS_REGION", "us-east-1"),
-    ];
-    let (a, b) = (Worker::start_with(&creds), Worker::start_with(&creds));
     let there = run(m
         .kanon()
         .env("AWS_ACCESS_KEY_ID", COORDINATOR_KEY)
@@ -711,12 +743,7 @@ fn incognito_on_two_workers_is_read_and_written_there_and_is_the_single_machine_
     // The coordinator never touched a data file of the input; the workers
     // read every part of it and wrote the staged parts.
     let log = std::fs::read_to_string(&log).unwrap();
-    for line in log.lines().filter(|l| l.starts_with(COORDINATOR_KEY)) {
-        assert!(
-            !line.contains("/lake/adult/part-"),
-            "the coordinator touched a data file: {line}\n{log}"
-        );
-    }
+    assert_coordinator_opened_no_input_file(&log);
     for i in 0..4 {
         let part = format!("/lake/adult/part-{i}.parquet");
         assert!(
@@ -736,23 +763,16 @@ fn incognito_on_two_workers_is_read_and_written_there_and_is_the_single_machine_
 #[test]
 fn a_worker_killed_while_writing_publishes_nothing_and_leaves_no_staged_part() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(m) = Moto::start() else {
-        return;
-    };
-    let _parts = adult_in_the_lake(&m);
-    let job = full_domain_job(dir.path());
-    let creds = [
-        ("AWS_ACCESS_KEY_ID", WORKER_KEY),
-        ("AWS_SECRET_ACCESS_KEY", SECRET),
-        ("AWS_REGION", "us-east-1"),
-    ];
     // Worker b stops once its parts are written, before it reports them.
     let barrier = tempfile::tempdir().unwrap();
     std::fs::write(barrier.path().join("part-written.wait"), b"").unwrap();
     let barrier_dir = barrier.path().to_str().unwrap().to_string();
-    let mut b_env = creds.to_vec();
-    b_env.push(("KANON_TEST_BARRIER", barrier_dir.as_str()));
-    let (a, mut b) = (Worker::start_with(&creds), Worker::start_with(&b_env));
+    let Some(Lake { m, a, mut b, .. }) =
+        Lake::start(None, &[("KANON_TEST_BARRIER", barrier_dir.as_str())])
+    else {
+        return;
+    };
+    let job = full_domain_job(dir.path());
     let child = m
         .kanon()
         .args(["anonymize", "-c"])
@@ -804,17 +824,10 @@ fn full_domain_jobs_the_workers_cannot_plan_from_counts_are_refused_by_setting()
 fn incognito_on_two_workers_commits_one_delta_version_with_every_part() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("requests.log");
-    let Some(m) = Moto::start_logged(&log) else {
+    let Some(Lake { m, parts, a, b }) = Lake::start(Some(&log), &[]) else {
         return;
     };
-    let parts = adult_in_the_lake(&m);
     let job = full_domain_job(dir.path());
-    let creds = [
-        ("AWS_ACCESS_KEY_ID", WORKER_KEY),
-        ("AWS_SECRET_ACCESS_KEY", SECRET),
-        ("AWS_REGION", "us-east-1"),
-    ];
-    let (a, b) = (Worker::start_with(&creds), Worker::start_with(&creds));
     let delta = |c: &mut std::process::Command| {
         c.args(["anonymize", "-c"])
             .arg(&job)
@@ -859,10 +872,72 @@ fn incognito_on_two_workers_commits_one_delta_version_with_every_part() {
     assert!(!again.status.success(), "{}", show(&again));
     assert_eq!(m.keys("lake", "table/"), keys);
     let log = std::fs::read_to_string(&log).unwrap();
-    for line in log.lines().filter(|l| l.starts_with(COORDINATOR_KEY)) {
-        assert!(
-            !line.contains("/lake/adult/part-"),
-            "the coordinator touched a data file: {line}\n{log}"
-        );
+    assert_coordinator_opened_no_input_file(&log);
+}
+
+#[test]
+fn workers_publish_no_column_the_job_does_not_declare_and_no_person_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    // Adult with a patient id the job does not list, in two local files.
+    let t = adult_with_patient_ids(adult().num_rows());
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    let half = t.num_rows() / 2;
+    write_parquet(&input.join("a.parquet"), &[t.slice(0, half)]);
+    write_parquet(
+        &input.join("b.parquet"),
+        &[t.slice(half, t.num_rows() - half)],
+    );
+    let (a, b) = (Worker::start(), Worker::start());
+    let workers = format!("{},{}", a.url, b.url);
+    let attempt = |job: &Path, out: &str| {
+        run(kanon()
+            .args(["anonymize", "-c"])
+            .arg(job)
+            .arg("-i")
+            .arg(&input)
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .args(["--workers", &workers]))
+    };
+    // Unlisted: refused as on one machine, nothing written.
+    let job = full_domain_job(dir.path());
+    let o = attempt(&job, "unlisted");
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("have no role in the job"),
+        "{}",
+        show(&o)
+    );
+    // Identifying: a person may have several rows across the files, which
+    // no worker sees; refused unless the job says rows are people.
+    let text = std::fs::read_to_string(&job).unwrap();
+    let with_id =
+        format!("{text}\n[[attributes]]\nname = \"patient_id\"\nrole = \"identifying\"\n");
+    std::fs::write(&job, &with_id).unwrap();
+    let o = attempt(&job, "identifying");
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("privacy.entity = \"row\""),
+        "{}",
+        show(&o)
+    );
+    let rows_are_people = with_id.replace("[privacy]\n", "[privacy]\nentity = \"row\"\n");
+    assert_ne!(rows_are_people, with_id);
+    std::fs::write(&job, rows_are_people).unwrap();
+    let o = attempt(&job, "dropped");
+    assert!(o.status.success(), "{}", show(&o));
+    for name in ls(&dir.path().join("dropped")) {
+        if name.ends_with(".parquet") {
+            let part = read_parquet(&dir.path().join("dropped").join(&name));
+            assert!(part.column_by_name("patient_id").is_none(), "{name}");
+        }
     }
+    let names = ls(dir.path());
+    assert!(
+        !names
+            .iter()
+            .any(|n| n == "unlisted" || n == "identifying" || n.contains("staging")),
+        "{names:?}"
+    );
 }

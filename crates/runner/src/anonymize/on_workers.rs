@@ -107,6 +107,17 @@ mod distributed {
         if spec.entity_column().is_some() {
             return Err(refuse("privacy.entity counts a person's rows across every file, which one worker does not see"));
         }
+        // Whether a person has several rows is counted over the whole
+        // input (kanon_engine::identities), which no worker sees: the job
+        // must say that each row is a different person.
+        if let Some(a) = spec.attributes.iter().find(|a| a.role == Role::Identifying) {
+            if spec.privacy.entity.as_deref() != Some(kanon_engine::spec::ENTITY_ROW) {
+                return Err(refuse(&format!(
+                    "`{}` is identifying, and whether one value is on several rows (a person with several rows) is checked over the whole input, which no worker sees; if every row is a different person, say so with `privacy.entity = \"row\"`",
+                    a.name
+                )));
+            }
+        }
         if let Some(a) = spec
             .attributes
             .iter()
@@ -160,6 +171,10 @@ mod distributed {
                     format!("anonymising {input} on the workers; nothing was published")
                 })?;
         let read_s = start.elapsed().as_secs_f64();
+        // The job's column policy, on the columns the workers found (each
+        // worker checks its own files again before writing).
+        kanon_engine::columns::check(&spec, &census_schema(&census)?, &input.to_string())
+            .map_err(|e| anyhow::Error::new(e).context(plan.misfit()))?;
         if census.excluded > 0 {
             let strict: Vec<&str> = spec
                 .quasi_identifiers()
@@ -545,6 +560,25 @@ mod distributed {
         )?)
     }
 
+    /// The input's schema, as the workers' census names its columns.
+    fn census_schema(census: &Census) -> Result<Schema> {
+        schema_of(&census.columns)
+    }
+
+    /// The schema of columns a worker named.
+    fn schema_of(columns: &[crate::cluster::census::ColumnInfo]) -> Result<Schema> {
+        let fields = columns
+            .iter()
+            .map(|c| {
+                let t: DataType = c.data_type.parse().map_err(|e| {
+                    anyhow::anyhow!("column `{}` has a type kanon cannot name ({e})", c.name)
+                })?;
+                Ok(Field::new(&c.name, t, c.nullable))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Schema::new(fields))
+    }
+
     /// The parts' schema: the same columns from every worker that wrote.
     fn parts_schema(reports: &[PartReport]) -> Result<arrow::datatypes::SchemaRef> {
         let mut wrote = reports.iter().filter(|r| !r.columns.is_empty());
@@ -554,17 +588,7 @@ mod distributed {
         if wrote.any(|r| r.columns != first.columns) {
             anyhow::bail!("the workers wrote parts of different columns (workers of different kanon versions?)");
         }
-        let fields = first
-            .columns
-            .iter()
-            .map(|c| {
-                let t: DataType = c.data_type.parse().map_err(|e| {
-                    anyhow::anyhow!("column `{}` has a type kanon cannot name ({e})", c.name)
-                })?;
-                Ok(Field::new(&c.name, t, c.nullable))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(Schema::new(fields)))
+        Ok(Arc::new(schema_of(&first.columns)?))
     }
 
     /// Reads the parts back, without reading the release through this

@@ -149,6 +149,9 @@ fn write(task: &PartTask, cancel: &Cancellation) -> Result<PartReport> {
         .collect::<Result<Vec<_>>>()?;
     let start = std::time::Instant::now();
     let dataset = Dataset::open_files(&storage, &name, &files)?;
+    // The job's column policy on this share's files: no column is
+    // published by accident.
+    kanon_engine::columns::check(&task.spec, &dataset.schema, &name.to_string())?;
     // The raw QI values, encoded as the census encoded them.
     let raw_spec = crate::inspect::raw_qi_spec(&plan.qis);
     let mut encoder = Encoder::try_new(&raw_spec, &Default::default(), &dataset.schema)
