@@ -97,8 +97,11 @@ for w in $WORKERS; do
     AWS_ACCESS_KEY_ID=AKIABENCHCOORDINATOR /usr/bin/time -v "$KANON" -q anonymize -c "$DIR/job.toml" \
         -i s3://lake/input/ -o "s3://lake/release-$w/" --overwrite --metrics-json "$DIR/metrics-$w.json" \
         "${args[@]}" 2>"$DIR/time-coordinator-$w.txt"
-    for p in "${pids[@]}"; do pkill -TERM -P "$p" || true; done
-    wait "${pids[@]}" 2>/dev/null || true
+    # (`wait` without a pid would wait for the server too.)
+    for p in "${pids[@]}"; do
+        pkill -TERM -P "$p" || true
+        wait "$p" 2>/dev/null || true
+    done
     tail -n +"$((mark + 1))" "$log" >"$DIR/requests-$w.log"
     python3 - "$w" "$DIR" "${names[@]}" <<'PY'
 import json, re, sys

@@ -448,21 +448,17 @@ impl QiTable {
     ///
     /// Only the algorithms that never look at rows one by one take such a
     /// table (the full-domain lattice of Datafly and Incognito, through
-    /// [`crate::counts`]): their equivalence classes count weights
-    /// ([`crate::encode::EquivalenceClasses::size`]), and the suppression
+    /// the engine's `counts` module): their equivalence classes count
+    /// weights (`EquivalenceClasses::size`), and the suppression
     /// limit is a share of [`QiTable::rows_in_scope`], the input rows.
     ///
     /// # Errors
-    /// [`Error::Internal`](crate::Error::Internal) for a weight per row
+    /// [`Error::Internal`](crate::error::Error::Internal) for a weight per row
     /// missing, a zero weight, or a δ-presence table (its population is
     /// not counted that way).
-    pub fn with_weights(
-        mut self,
-        weights: Vec<u32>,
-        absent_excluded: usize,
-    ) -> crate::Result<QiTable> {
+    pub fn with_weights(mut self, weights: Vec<u32>, absent_excluded: usize) -> Result<QiTable> {
         if weights.len() != self.n_rows || weights.contains(&0) || !self.outside.is_empty() {
-            return Err(crate::Error::Internal(format!(
+            return Err(crate::error::Error::Internal(format!(
                 "weights of {} rows (none zero, no research subset) for a table of {} rows (a bug in kanon)",
                 weights.len(),
                 self.n_rows

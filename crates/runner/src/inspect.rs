@@ -13,7 +13,7 @@ use kanon_engine::encode::{Encoder, EquivalenceClasses, QiTable};
 use kanon_engine::metrics::risk::{requirement_risk, risk_profile, RequirementRisk, RiskProfile};
 use kanon_engine::privacy::{Privacy, Requirement};
 use kanon_engine::spec::RiskSpec;
-use kanon_engine::spec::{AttributeSpec, InputSpec, JobSpec, Kind, NullPolicy, Role, StorageSpec};
+use kanon_engine::spec::{InputSpec, JobSpec, StorageSpec};
 use serde::Serialize;
 
 use crate::StorageArgs;
@@ -229,7 +229,7 @@ fn on_workers(
     }
     .cluster()?
     .ok_or_else(|| anyhow::anyhow!("--workers names no worker"))?;
-    let spec = raw_qi_spec(&s.qis);
+    let spec = JobSpec::raw_categories(&s.qis);
     let census = crate::cluster::census::gather(
         &cluster,
         &s.storage,
@@ -498,7 +498,7 @@ fn measure(
             }
         };
     } else {
-        let spec = raw_qi_spec(qis);
+        let spec = JobSpec::raw_categories(qis);
         let (table, read) = read_qis(
             &spec,
             storage,
@@ -549,34 +549,6 @@ fn measure(
         ));
     }
     Ok((rows, risk))
-}
-
-/// The job of `kanon inspect`: the raw values of each QI, as categories;
-/// nulls counted apart.
-pub(crate) fn raw_qi_spec(qis: &[String]) -> JobSpec {
-    JobSpec {
-        attributes: qis
-            .iter()
-            .map(|q| AttributeSpec {
-                name: q.clone(),
-                role: Role::QuasiIdentifier,
-                kind: Some(Kind::Categorical),
-                hierarchy: None,
-                hierarchy_delimiter: None,
-                intervals: None,
-                cuts: None,
-                masking: false,
-                weight: None,
-                nulls: NullPolicy::Suppress,
-                key_env: None,
-                top_code: None,
-                bottom_code: None,
-                microaggregation: None,
-                windows: Vec::new(),
-            })
-            .collect(),
-        ..Default::default()
-    }
 }
 
 /// The risk figures from the classes' sizes: `people` is the entity

@@ -244,6 +244,36 @@ impl JobSpec {
             .collect()
     }
 
+    /// The job that reads the raw values of the QIs `qis` as categories,
+    /// rows with a null QI counted apart (suppressed): what `kanon
+    /// inspect` measures and what workers count of a table (issue 35), so
+    /// that counts taken apart merge by their labels.
+    pub fn raw_categories(qis: &[String]) -> JobSpec {
+        JobSpec {
+            attributes: qis
+                .iter()
+                .map(|q| AttributeSpec {
+                    name: q.clone(),
+                    role: Role::QuasiIdentifier,
+                    kind: Some(Kind::Categorical),
+                    hierarchy: None,
+                    hierarchy_delimiter: None,
+                    intervals: None,
+                    cuts: None,
+                    masking: false,
+                    weight: None,
+                    nulls: NullPolicy::Suppress,
+                    key_env: None,
+                    top_code: None,
+                    bottom_code: None,
+                    microaggregation: None,
+                    windows: Vec::new(),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
     /// The input settings with [`JobSpec::text_columns`] filled in: what a
     /// front end opens the input with.
     pub fn input_spec(&self) -> InputSpec {

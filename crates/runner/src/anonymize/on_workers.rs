@@ -61,7 +61,7 @@ mod distributed {
     use kanon_engine::encode::Encoder;
     use kanon_engine::partition::SUPPRESSED;
     use kanon_engine::privacy::Privacy;
-    use kanon_engine::spec::{NullPolicy, Role};
+    use kanon_engine::spec::{JobSpec, NullPolicy, Role};
     use kanon_io::certificate::{Certificate, InputIdentity};
     use kanon_io::delta::series::Policy;
     use kanon_io::exit::Failure;
@@ -156,7 +156,7 @@ mod distributed {
 
         // 1. The census.
         let qis: Vec<String> = spec.quasi_identifiers().map(|a| a.name.clone()).collect();
-        let raw_spec = crate::inspect::raw_qi_spec(&qis);
+        let raw_spec = JobSpec::raw_categories(&qis);
         let files = kanon_io::dataset::parquet_files(&plan.storage, &input, &spec.input_spec())?;
         let shares = census::tasks(
             &spec.storage,

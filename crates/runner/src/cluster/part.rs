@@ -153,7 +153,7 @@ fn write(task: &PartTask, cancel: &Cancellation) -> Result<PartReport> {
     // published by accident.
     kanon_engine::columns::check(&task.spec, &dataset.schema, &name.to_string())?;
     // The raw QI values, encoded as the census encoded them.
-    let raw_spec = crate::inspect::raw_qi_spec(&plan.qis);
+    let raw_spec = JobSpec::raw_categories(&plan.qis);
     let mut encoder = Encoder::try_new(&raw_spec, &Default::default(), &dataset.schema)
         .with_context(|| format!("the quasi-identifiers do not fit {name}"))?;
     for b in dataset.scan(&storage, Some(dataset.projection(&plan.qis)), false) {
