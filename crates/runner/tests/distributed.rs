@@ -941,3 +941,53 @@ fn workers_publish_no_column_the_job_does_not_declare_and_no_person_twice() {
         "{names:?}"
     );
 }
+
+#[test]
+fn ctrl_c_before_the_commit_of_a_workers_release_publishes_nothing_and_removes_the_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    adult_parts(&input, 3);
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let job = full_domain_job(dir.path());
+    let (a, b) = (Worker::start(), Worker::start());
+    let barrier = tempfile::tempdir().unwrap();
+    std::fs::write(barrier.path().join("before-commit.wait"), b"").unwrap();
+    let child = kanon()
+        .env("KANON_TEST_BARRIER", barrier.path())
+        .args(["anonymize", "-c"])
+        .arg(&job)
+        .arg("-i")
+        .arg(&input)
+        .arg("-o")
+        .arg(out.join("release"))
+        .arg("--metrics-json")
+        .arg(out.join("metrics.json"))
+        .args(["--workers", &format!("{},{}", a.url, b.url)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&barrier.path().join("before-commit"));
+    // Verified, and waiting: the parts staged beside the release, the
+    // metrics written, the release not there.
+    let staged = ls(&out);
+    assert!(
+        staged
+            .iter()
+            .any(|n| n.starts_with("_release.kanon-staging-")),
+        "{staged:?}"
+    );
+    assert!(!staged.contains(&"release".to_string()), "{staged:?}");
+    let s = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(s.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("nothing was published"), "{err}");
+    assert!(ls(&out).is_empty(), "{:?}", ls(&out));
+}

@@ -296,6 +296,9 @@ fn write(task: &PartTask, cancel: &Cancellation) -> Result<PartReport> {
     // The rows written, by their labels: the groups counted.
     let written = release.finish_share()?;
     check_written(&written, plan, &report.group_rows)?;
+    // A coordinator that gave up (an interrupt, a lost worker) removes the
+    // staging prefix: complete no upload after that.
+    cancel.check()?;
     writer.commit()?;
     report.parts = parts;
     report.seconds = (read_s, start.elapsed().as_secs_f64() - read_s);
