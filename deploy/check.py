@@ -196,9 +196,17 @@ def check_distributed(out: pathlib.Path) -> None:
     need(volumes["job"]["configMap"]["name"] == config_map["metadata"]["name"], f"{name}: job volume")
 
 
-def check_worker_pod(name: str, what: str, pod: dict, secret: str) -> dict:
-    """Checks a Deployment's pod of `kanon worker`s holding the Secret
-    `secret` and no other credential; returns its container."""
+def check_workers(name: str, what: str, kinds: dict, secret: str) -> dict:
+    """Checks the Deployment of `kanon worker`s (non-root, the Secret
+    `secret` and no other credential, a memory limit) and the headless
+    Service over them; returns the workers' container."""
+    pod = kinds["Deployment"]["spec"]["template"]
+    service = kinds["Service"]
+    need(service["spec"].get("clusterIP") == "None", f"{name}: the Service must be headless")
+    need(
+        service["spec"]["selector"].items() <= pod["metadata"]["labels"].items(),
+        f"{name}: the Service must select the {what}",
+    )
     spec = pod["spec"]
     need(spec["securityContext"]["runAsNonRoot"] is True, f"{name}: the {what} must run as non-root")
     need(spec.get("automountServiceAccountToken") is False, f"{name}: the {what} need no service-account token")
@@ -227,15 +235,8 @@ def check_census(out: pathlib.Path) -> None:
     (out / "census-job.toml").write_text(kinds["ConfigMap"]["data"]["job.toml"])
     read_key = "kanon-s3-read"
 
-    reader_pod = kinds["Deployment"]["spec"]["template"]
-    check_worker_pod(name, "readers", reader_pod, read_key)
-
+    check_workers(name, "readers", kinds, read_key)
     service = kinds["Service"]
-    need(service["spec"].get("clusterIP") == "None", f"{name}: the Service must be headless")
-    need(
-        service["spec"]["selector"].items() <= reader_pod["metadata"]["labels"].items(),
-        f"{name}: the Service must select the readers",
-    )
 
     job = kinds["Job"]["spec"]
     need(job["backoffLimit"] == 0, f"{name}: backoffLimit must be 0")
@@ -288,17 +289,10 @@ def check_scale_out(out: pathlib.Path) -> None:
     (out / "scale-out-job.toml").write_text(text)
     key = "kanon-s3"
 
-    writer_pod = kinds["Deployment"]["spec"]["template"]
-    container = check_worker_pod(name, "writers", writer_pod, key)
+    container = check_workers(name, "writers", kinds, key)
     mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
     need("/tmp" in mounts, f"{name}: the writers need a writable /tmp to spill to (read-only root)")
-
     service = kinds["Service"]
-    need(service["spec"].get("clusterIP") == "None", f"{name}: the Service must be headless")
-    need(
-        service["spec"]["selector"].items() <= writer_pod["metadata"]["labels"].items(),
-        f"{name}: the Service must select the writers",
-    )
 
     spec = kinds["Job"]["spec"]
     need(spec["backoffLimit"] == 0, f"{name}: backoffLimit must be 0")

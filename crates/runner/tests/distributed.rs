@@ -634,6 +634,21 @@ fn sorted_rows(batch: &arrow::array::RecordBatch) -> Vec<String> {
     rows
 }
 
+/// The sorted rows of `job`'s release of `input` on this machine alone
+/// (written in `dir`).
+fn single_machine_rows(dir: &Path, job: &Path, input: &Path) -> Vec<String> {
+    let single = dir.join("single.parquet");
+    let here = run(kanon()
+        .args(["anonymize", "-c"])
+        .arg(job)
+        .arg("-i")
+        .arg(input)
+        .arg("-o")
+        .arg(&single));
+    assert!(here.status.success(), "{}", show(&here));
+    sorted_rows(&read_parquet(&single))
+}
+
 /// The Parquet parts under `prefix` in `bucket`, as one sorted list of rows.
 fn release_rows(m: &Moto, bucket: &str, prefix: &str) -> Vec<String> {
     let mut rows = Vec::new();
@@ -704,16 +719,7 @@ fn incognito_on_two_workers_is_read_and_written_there_and_is_the_single_machine_
     assert!(there.status.success(), "{}", show(&there));
     assert!(stdout(&there).contains("by 2 workers"), "{}", show(&there));
     // The release is the single machine's, up to the order of its rows.
-    let single = dir.path().join("single.parquet");
-    let here = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(parts.path())
-        .arg("-o")
-        .arg(&single));
-    assert!(here.status.success(), "{}", show(&here));
-    let expected = sorted_rows(&read_parquet(&single));
+    let expected = single_machine_rows(dir.path(), &job, parts.path());
     assert_eq!(expected.len(), 30162);
     assert!(
         release_rows(&m, "lake", "release/") == expected,
@@ -845,17 +851,8 @@ fn incognito_on_two_workers_commits_one_delta_version_with_every_part() {
     let keys = m.keys("lake", "table/");
     let logs: Vec<&String> = keys.iter().filter(|k| k.contains("_delta_log/")).collect();
     assert_eq!(logs.len(), 1, "{keys:?}");
-    let single = dir.path().join("single.parquet");
-    let here = run(kanon()
-        .args(["anonymize", "-c"])
-        .arg(&job)
-        .arg("-i")
-        .arg(parts.path())
-        .arg("-o")
-        .arg(&single));
-    assert!(here.status.success(), "{}", show(&here));
     assert!(
-        release_rows(&m, "lake", "table/") == sorted_rows(&read_parquet(&single)),
+        release_rows(&m, "lake", "table/") == single_machine_rows(dir.path(), &job, parts.path()),
         "the table's rows are not the single machine's release"
     );
     let verify = run(m
