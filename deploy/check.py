@@ -224,6 +224,33 @@ def check_workers(name: str, what: str, kinds: dict, secret: str) -> dict:
     return container
 
 
+def check_coordinator(name: str, kinds: dict, command: str, secret: str) -> None:
+    """Checks the coordinator Job over the workers of `kinds`: `kanon
+    COMMAND --workers dns://SERVICE:50051`, no retries, non-root, the
+    Secret `secret` only, and the job from the ConfigMap."""
+    service = kinds["Service"]
+    job = kinds["Job"]["spec"]
+    need(job["backoffLimit"] == 0, f"{name}: backoffLimit must be 0")
+    pod = job["template"]["spec"]
+    need(pod["restartPolicy"] == "Never", f"{name}: restartPolicy must be Never")
+    need(pod["securityContext"]["runAsNonRoot"] is True, f"{name}: the coordinator must run as non-root")
+    (container,) = pod["containers"]
+    args = container["args"]
+    workers = f"dns://{service['metadata']['name']}:50051"
+    need(args[0] == command, f"{name}: the Job must run `kanon {command}`, not {args}")
+    need(
+        any(args[i : i + 2] == ["--workers", workers] for i in range(len(args))),
+        f"{name}: the Job must pass `--workers {workers}`, not {args}",
+    )
+    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
+    need(secrets == [secret], f"{name}: the coordinator gets {secret} only, not {secrets}")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    need(
+        volumes["job"]["configMap"]["name"] == kinds["ConfigMap"]["metadata"]["name"],
+        f"{name}: the job volume must be the ConfigMap",
+    )
+
+
 def check_census(out: pathlib.Path) -> None:
     name = "census.yaml"
     docs = [d for d in yaml.safe_load_all((DEPLOY / "k8s/census.yaml").read_text()) if d]
@@ -236,28 +263,7 @@ def check_census(out: pathlib.Path) -> None:
     read_key = "kanon-s3-read"
 
     check_workers(name, "readers", kinds, read_key)
-    service = kinds["Service"]
-
-    job = kinds["Job"]["spec"]
-    need(job["backoffLimit"] == 0, f"{name}: backoffLimit must be 0")
-    pod = job["template"]["spec"]
-    need(pod["restartPolicy"] == "Never", f"{name}: restartPolicy must be Never")
-    need(pod["securityContext"]["runAsNonRoot"] is True, f"{name}: the coordinator must run as non-root")
-    (container,) = pod["containers"]
-    args = container["args"]
-    workers = f"dns://{service['metadata']['name']}:50051"
-    need(args[0] == "inspect", f"{name}: the Job must run `kanon inspect`, not {args}")
-    need(
-        any(args[i : i + 2] == ["--workers", workers] for i in range(len(args))),
-        f"{name}: the Job must pass `--workers {workers}`, not {args}",
-    )
-    secrets = [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
-    need(secrets == [read_key], f"{name}: the coordinator lists with {read_key} only, not {secrets}")
-    volumes = {v["name"]: v for v in pod["volumes"]}
-    need(
-        volumes["job"]["configMap"]["name"] == kinds["ConfigMap"]["metadata"]["name"],
-        f"{name}: the job volume must be the ConfigMap",
-    )
+    check_coordinator(name, kinds, "inspect", read_key)
 
 
 def check_scale_out(out: pathlib.Path) -> None:
@@ -292,25 +298,7 @@ def check_scale_out(out: pathlib.Path) -> None:
     container = check_workers(name, "writers", kinds, key)
     mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
     need("/tmp" in mounts, f"{name}: the writers need a writable /tmp to spill to (read-only root)")
-    service = kinds["Service"]
-
-    spec = kinds["Job"]["spec"]
-    need(spec["backoffLimit"] == 0, f"{name}: backoffLimit must be 0")
-    pod = spec["template"]["spec"]
-    need(pod["restartPolicy"] == "Never", f"{name}: restartPolicy must be Never")
-    (container,) = pod["containers"]
-    args = container["args"]
-    workers = f"dns://{service['metadata']['name']}:50051"
-    need(args[0] == "anonymize", f"{name}: the Job must run `kanon anonymize`, not {args}")
-    need(
-        any(args[i : i + 2] == ["--workers", workers] for i in range(len(args))),
-        f"{name}: the Job must pass `--workers {workers}`, not {args}",
-    )
-    volumes = {v["name"]: v for v in pod["volumes"]}
-    need(
-        volumes["job"]["configMap"]["name"] == kinds["ConfigMap"]["metadata"]["name"],
-        f"{name}: the job volume must be the ConfigMap",
-    )
+    check_coordinator(name, kinds, "anonymize", key)
 
 
 def check_airflow() -> None:
